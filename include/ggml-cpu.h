@@ -1,0 +1,105 @@
+/*
+ * ggml-cpu.h -- computing graphs on the CPU, on the caller's thread plus a reusable thread pool.
+ * (The CPU *backend* -- ggml_backend_cpu_* -- joins this header with the backend API.)
+ */
+#pragma once
+
+#include "ggml.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+    /*
+     * The plan for one computation: how much scratch the graph needs and who computes it.
+     * Fill work_data with at least work_size bytes before ggml_graph_compute().
+     */
+    struct ggml_cplan {
+        size_t    work_size;
+        uint8_t * work_data;
+
+        int                       n_threads;
+        struct ggml_threadpool  * threadpool; /* NULL: a pool cached by the library is used */
+
+        /* polled between nodes; returning true stops the computation with GGML_STATUS_ABORTED */
+        ggml_abort_callback abort_callback;
+        void *              abort_callback_data;
+
+        bool use_ref; /* reference kernels only (accepted; ggmlx's kernels are all reference-exact) */
+    };
+
+    /* NUMA placement strategies (accepted for compatibility; ggmlx does not pin memory yet) */
+    enum ggml_numa_strategy {
+        GGML_NUMA_STRATEGY_DISABLED   = 0,
+        GGML_NUMA_STRATEGY_DISTRIBUTE = 1,
+        GGML_NUMA_STRATEGY_ISOLATE    = 2,
+        GGML_NUMA_STRATEGY_NUMACTL    = 3,
+        GGML_NUMA_STRATEGY_MIRROR     = 4,
+        GGML_NUMA_STRATEGY_COUNT
+    };
+
+    /* Call once before the first computation (optional: computations call it themselves). */
+    GGML_API void ggml_cpu_init(void);
+
+    /* Scalars and element access. Indices out of range are an error: nothing is read or written. */
+    GGML_API struct ggml_tensor * ggml_new_i32(struct ggml_context * ctx, int32_t value);
+    GGML_API struct ggml_tensor * ggml_new_f32(struct ggml_context * ctx, float value);
+
+    GGML_API struct ggml_tensor * ggml_set_i32 (struct ggml_tensor * tensor, int32_t value);
+    GGML_API struct ggml_tensor * ggml_set_f32 (struct ggml_tensor * tensor, float value);
+
+    GGML_API int32_t ggml_get_i32_1d(const struct ggml_tensor * tensor, int i);
+    GGML_API void    ggml_set_i32_1d(const struct ggml_tensor * tensor, int i, int32_t value);
+
+    GGML_API int32_t ggml_get_i32_nd(const struct ggml_tensor * tensor, int i0, int i1, int i2, int i3);
+    GGML_API void    ggml_set_i32_nd(const struct ggml_tensor * tensor, int i0, int i1, int i2, int i3, int32_t value);
+
+    GGML_API float   ggml_get_f32_1d(const struct ggml_tensor * tensor, int i);
+    GGML_API void    ggml_set_f32_1d(const struct ggml_tensor * tensor, int i, float value);
+
+    GGML_API float   ggml_get_f32_nd(const struct ggml_tensor * tensor, int i0, int i1, int i2, int i3);
+    GGML_API void    ggml_set_f32_nd(const struct ggml_tensor * tensor, int i0, int i1, int i2, int i3, float value);
+
+    /*
+     * Thread pools. A pool's workers sleep between computations; ggml_threadpool_free() joins
+     * them. Free a pool only when no computation is running on it.
+     */
+    GGML_API struct ggml_threadpool * ggml_threadpool_new          (struct ggml_threadpool_params * params);
+    GGML_API void                     ggml_threadpool_free         (struct ggml_threadpool * threadpool);
+    GGML_API int                      ggml_threadpool_get_n_threads(struct ggml_threadpool * threadpool);
+    GGML_API void                     ggml_threadpool_pause        (struct ggml_threadpool * threadpool);
+    GGML_API void                     ggml_threadpool_resume       (struct ggml_threadpool * threadpool);
+
+    /*
+     * Plan a computation. n_threads <= 0 means GGML_DEFAULT_N_THREADS. A failed graph yields a
+     * plan whose computation returns GGML_STATUS_FAILED.
+     */
+    GGML_API struct ggml_cplan ggml_graph_plan(
+                  const struct ggml_cgraph * cgraph,
+                                       int   n_threads,
+                    struct ggml_threadpool * threadpool);
+
+    /*
+     * Compute on the calling thread and n_threads - 1 pool workers; returns when done.
+     * GGML_STATUS_FAILED for a failed graph, a missing work buffer or a kernel that refused its
+     * input (the reason is in ggmlx_last_error()); GGML_STATUS_ABORTED when the abort callback
+     * asked for it.
+     */
+    GGML_API enum ggml_status  ggml_graph_compute(struct ggml_cgraph * cgraph, struct ggml_cplan * cplan);
+
+    /* Same, with the work buffer taken from ctx (which must have room for it). */
+    GGML_API enum ggml_status  ggml_graph_compute_with_ctx(struct ggml_context * ctx, struct ggml_cgraph * cgraph, int n_threads);
+
+    /* CPU features, probed at run time: 1 when present */
+    GGML_API int ggml_cpu_has_sse3       (void);
+    GGML_API int ggml_cpu_has_ssse3      (void);
+    GGML_API int ggml_cpu_has_avx        (void);
+    GGML_API int ggml_cpu_has_avx2       (void);
+    GGML_API int ggml_cpu_has_f16c       (void);
+    GGML_API int ggml_cpu_has_fma        (void);
+    GGML_API int ggml_cpu_has_avx512     (void);
+    GGML_API int ggml_cpu_has_avx512_bf16(void);
+
+#ifdef __cplusplus
+}
+#endif

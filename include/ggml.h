@@ -1,0 +1,1237 @@
+/*
+ * ggml.h -- tensors, contexts, op constructors and compute graphs.
+ *
+ * Source and binary compatible with upstream ggml's public ggml.h (snapshot 2026-08-21) for every
+ * function declared here; enums and public structs are complete and laid out as upstream's.
+ * Only what ggmlx implements is declared: see the README's compatibility table.
+ *
+ * Error contract (docs/errors.md): no function here aborts the process on bad input. A function
+ * that returns a pointer returns NULL, one that returns a status returns an error status, and
+ * the reason is logged through the ggml_log_set() callback and kept in ggmlx_last_error()
+ * (include/ggmlx.h). A failed op constructor marks its context failed, so that every later
+ * constructor on that context and every graph built from its tensors fails too.
+ *
+ * Threads: the log callback may be called from worker threads, not only the caller's.
+ */
+#pragma once
+
+#ifdef GGML_SHARED
+#    if defined(_WIN32) && !defined(__MINGW32__)
+#        ifdef GGML_BUILD
+#            define GGML_API __declspec(dllexport) extern
+#        else
+#            define GGML_API __declspec(dllimport) extern
+#        endif
+#    else
+#        define GGML_API __attribute__((visibility("default"))) extern
+#    endif
+#else
+#    define GGML_API extern
+#endif
+
+#ifdef __GNUC__
+#    define GGML_DEPRECATED(func, hint) func __attribute__((deprecated(hint)))
+#    define GGML_ATTRIBUTE_FORMAT(...) __attribute__((format(printf, __VA_ARGS__)))
+#else
+#    define GGML_DEPRECATED(func, hint) func
+#    define GGML_ATTRIBUTE_FORMAT(...)
+#endif
+
+#ifdef __cplusplus
+#    define GGML_NORETURN [[noreturn]]
+#    define GGML_RESTRICT
+#else
+#    define GGML_NORETURN _Noreturn
+#    define GGML_RESTRICT restrict
+#endif
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define GGML_FILE_MAGIC   0x67676d6c /* the bytes "ggml" */
+#define GGML_FILE_VERSION 2
+
+#define GGML_QNT_VERSION        2
+#define GGML_QNT_VERSION_FACTOR 1000
+
+#define GGML_MAX_DIMS           4
+#define GGML_MAX_PARAMS         2048
+#define GGML_MAX_SRC            10
+#define GGML_MAX_N_THREADS      512
+#define GGML_MAX_OP_PARAMS      64
+#ifndef GGML_MAX_NAME
+#    define GGML_MAX_NAME       64
+#endif
+
+#define GGML_DEFAULT_N_THREADS  4
+#define GGML_DEFAULT_GRAPH_SIZE 2048
+
+#if UINTPTR_MAX == 0xFFFFFFFF
+#    define GGML_MEM_ALIGN 4
+#else
+#    define GGML_MEM_ALIGN 16
+#endif
+
+#define GGML_EXIT_SUCCESS 0
+#define GGML_EXIT_ABORTED 1
+
+#define GGML_ROPE_TYPE_NORMAL 0
+#define GGML_ROPE_TYPE_NEOX   2
+#define GGML_ROPE_TYPE_MROPE  8
+#define GGML_ROPE_TYPE_VISION 24
+#define GGML_ROPE_TYPE_IMROPE 40
+
+#define GGML_MROPE_SECTIONS   4
+
+#define GGML_N_TASKS_MAX (-1)
+
+#define GGML_UNUSED(x) (void)(x)
+#define GGML_PAD(x, n) (((x) + (n) - 1) & ~((n) - 1))
+
+/* Aborts are for broken internal invariants only; bad input is reported, never aborted on. */
+#define GGML_ABORT(...) ggml_abort(__FILE__, __LINE__, __VA_ARGS__)
+#define GGML_ASSERT(x) if (!(x)) GGML_ABORT("GGML_ASSERT(%s) failed", #x)
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+    /* Calls the abort callback (ggml_set_abort_callback) or prints, then abort()s. */
+    GGML_NORETURN GGML_ATTRIBUTE_FORMAT(3, 4)
+    GGML_API void ggml_abort(const char * file, int line, const char * fmt, ...);
+
+    enum ggml_status {
+        GGML_STATUS_ALLOC_FAILED = -2,
+        GGML_STATUS_FAILED       = -1,
+        GGML_STATUS_SUCCESS      = 0,
+        GGML_STATUS_ABORTED      = 1,
+    };
+
+    enum ggml_type {
+        GGML_TYPE_F32     = 0,
+        GGML_TYPE_F16     = 1,
+        GGML_TYPE_Q4_0    = 2,
+        GGML_TYPE_Q4_1    = 3,
+        GGML_TYPE_Q5_0    = 6,
+        GGML_TYPE_Q5_1    = 7,
+        GGML_TYPE_Q8_0    = 8,
+        GGML_TYPE_Q8_1    = 9,
+        GGML_TYPE_Q2_K    = 10,
+        GGML_TYPE_Q3_K    = 11,
+        GGML_TYPE_Q4_K    = 12,
+        GGML_TYPE_Q5_K    = 13,
+        GGML_TYPE_Q6_K    = 14,
+        GGML_TYPE_Q8_K    = 15,
+        GGML_TYPE_IQ2_XXS = 16,
+        GGML_TYPE_IQ2_XS  = 17,
+        GGML_TYPE_IQ3_XXS = 18,
+        GGML_TYPE_IQ1_S   = 19,
+        GGML_TYPE_IQ4_NL  = 20,
+        GGML_TYPE_IQ3_S   = 21,
+        GGML_TYPE_IQ2_S   = 22,
+        GGML_TYPE_IQ4_XS  = 23,
+        GGML_TYPE_I8      = 24,
+        GGML_TYPE_I16     = 25,
+        GGML_TYPE_I32     = 26,
+        GGML_TYPE_I64     = 27,
+        GGML_TYPE_F64     = 28,
+        GGML_TYPE_IQ1_M   = 29,
+        GGML_TYPE_BF16    = 30,
+        GGML_TYPE_TQ1_0   = 34,
+        GGML_TYPE_TQ2_0   = 35,
+        GGML_TYPE_MXFP4   = 39,
+        GGML_TYPE_NVFP4   = 40,
+        GGML_TYPE_Q1_0    = 41,
+        GGML_TYPE_Q2_0    = 42,
+        GGML_TYPE_COUNT   = 43,
+    };
+
+    enum ggml_prec {
+        GGML_PREC_DEFAULT = 0,
+        GGML_PREC_F32     = 10,
+    };
+
+    enum ggml_op_hint {
+        GGML_HINT_NONE             = 0,
+        GGML_HINT_SRC0_IS_HADAMARD = 1,
+    };
+
+    enum ggml_ftype {
+        GGML_FTYPE_UNKNOWN              = -1,
+        GGML_FTYPE_ALL_F32              = 0,
+        GGML_FTYPE_MOSTLY_F16           = 1,
+        GGML_FTYPE_MOSTLY_Q4_0          = 2,
+        GGML_FTYPE_MOSTLY_Q4_1          = 3,
+        GGML_FTYPE_MOSTLY_Q4_1_SOME_F16 = 4,
+        GGML_FTYPE_MOSTLY_Q8_0          = 7,
+        GGML_FTYPE_MOSTLY_Q5_0          = 8,
+        GGML_FTYPE_MOSTLY_Q5_1          = 9,
+        GGML_FTYPE_MOSTLY_Q2_K          = 10,
+        GGML_FTYPE_MOSTLY_Q3_K          = 11,
+        GGML_FTYPE_MOSTLY_Q4_K          = 12,
+        GGML_FTYPE_MOSTLY_Q5_K          = 13,
+        GGML_FTYPE_MOSTLY_Q6_K          = 14,
+        GGML_FTYPE_MOSTLY_IQ2_XXS       = 15,
+        GGML_FTYPE_MOSTLY_IQ2_XS        = 16,
+        GGML_FTYPE_MOSTLY_IQ3_XXS       = 17,
+        GGML_FTYPE_MOSTLY_IQ1_S         = 18,
+        GGML_FTYPE_MOSTLY_IQ4_NL        = 19,
+        GGML_FTYPE_MOSTLY_IQ3_S         = 20,
+        GGML_FTYPE_MOSTLY_IQ2_S         = 21,
+        GGML_FTYPE_MOSTLY_IQ4_XS        = 22,
+        GGML_FTYPE_MOSTLY_IQ1_M         = 23,
+        GGML_FTYPE_MOSTLY_BF16          = 24,
+        GGML_FTYPE_MOSTLY_MXFP4         = 25,
+        GGML_FTYPE_MOSTLY_NVFP4         = 26,
+        GGML_FTYPE_MOSTLY_Q1_0          = 27,
+        GGML_FTYPE_MOSTLY_Q2_0          = 28,
+    };
+
+    enum ggml_op {
+        GGML_OP_NONE                    = 0,
+        GGML_OP_DUP                     = 1,
+        GGML_OP_ADD                     = 2,
+        GGML_OP_ADD_ID                  = 3,
+        GGML_OP_ADD1                    = 4,
+        GGML_OP_ACC                     = 5,
+        GGML_OP_SUB                     = 6,
+        GGML_OP_MUL                     = 7,
+        GGML_OP_DIV                     = 8,
+        GGML_OP_SQR                     = 9,
+        GGML_OP_SQRT                    = 10,
+        GGML_OP_LOG                     = 11,
+        GGML_OP_SIN                     = 12,
+        GGML_OP_COS                     = 13,
+        GGML_OP_SUM                     = 14,
+        GGML_OP_SUM_ROWS                = 15,
+        GGML_OP_CUMSUM                  = 16,
+        GGML_OP_MEAN                    = 17,
+        GGML_OP_ARGMAX                  = 18,
+        GGML_OP_COUNT_EQUAL             = 19,
+        GGML_OP_REPEAT                  = 20,
+        GGML_OP_REPEAT_BACK             = 21,
+        GGML_OP_CONCAT                  = 22,
+        GGML_OP_SILU_BACK               = 23,
+        GGML_OP_NORM                    = 24,
+        GGML_OP_RMS_NORM                = 25,
+        GGML_OP_RMS_NORM_BACK           = 26,
+        GGML_OP_GROUP_NORM              = 27,
+        GGML_OP_L2_NORM                 = 28,
+        GGML_OP_MUL_MAT                 = 29,
+        GGML_OP_MUL_MAT_ID              = 30,
+        GGML_OP_OUT_PROD                = 31,
+        GGML_OP_SCALE                   = 32,
+        GGML_OP_SET                     = 33,
+        GGML_OP_CPY                     = 34,
+        GGML_OP_CONT                    = 35,
+        GGML_OP_RESHAPE                 = 36,
+        GGML_OP_VIEW                    = 37,
+        GGML_OP_PERMUTE                 = 38,
+        GGML_OP_TRANSPOSE               = 39,
+        GGML_OP_GET_ROWS                = 40,
+        GGML_OP_GET_ROWS_BACK           = 41,
+        GGML_OP_SET_ROWS                = 42,
+        GGML_OP_DIAG                    = 43,
+        GGML_OP_DIAG_MASK_INF           = 44,
+        GGML_OP_DIAG_MASK_ZERO          = 45,
+        GGML_OP_SOFT_MAX                = 46,
+        GGML_OP_SOFT_MAX_BACK           = 47,
+        GGML_OP_ROPE                    = 48,
+        GGML_OP_ROPE_BACK               = 49,
+        GGML_OP_CLAMP                   = 50,
+        GGML_OP_CONV_TRANSPOSE_1D       = 51,
+        GGML_OP_IM2COL                  = 52,
+        GGML_OP_IM2COL_BACK             = 53,
+        GGML_OP_IM2COL_3D               = 54,
+        GGML_OP_COL2IM_1D               = 55,
+        GGML_OP_CONV_2D                 = 56,
+        GGML_OP_CONV_3D                 = 57,
+        GGML_OP_CONV_2D_DW              = 58,
+        GGML_OP_CONV_TRANSPOSE_2D       = 59,
+        GGML_OP_POOL_1D                 = 60,
+        GGML_OP_POOL_2D                 = 61,
+        GGML_OP_POOL_2D_BACK            = 62,
+        GGML_OP_UPSCALE                 = 63,
+        GGML_OP_PAD                     = 64,
+        GGML_OP_PAD_REFLECT_1D          = 65,
+        GGML_OP_ROLL                    = 66,
+        GGML_OP_ARANGE                  = 67,
+        GGML_OP_TIMESTEP_EMBEDDING      = 68,
+        GGML_OP_ARGSORT                 = 69,
+        GGML_OP_TOP_K                   = 70,
+        GGML_OP_LEAKY_RELU              = 71,
+        GGML_OP_TRI                     = 72,
+        GGML_OP_FILL                    = 73,
+        GGML_OP_FLASH_ATTN_EXT          = 74,
+        GGML_OP_FLASH_ATTN_BACK         = 75,
+        GGML_OP_SSM_CONV                = 76,
+        GGML_OP_SSM_SCAN                = 77,
+        GGML_OP_WIN_PART                = 78,
+        GGML_OP_WIN_UNPART              = 79,
+        GGML_OP_GET_REL_POS             = 80,
+        GGML_OP_ADD_REL_POS             = 81,
+        GGML_OP_RWKV_WKV6               = 82,
+        GGML_OP_GATED_LINEAR_ATTN       = 83,
+        GGML_OP_RWKV_WKV7               = 84,
+        GGML_OP_SOLVE_TRI               = 85,
+        GGML_OP_GATED_DELTA_NET         = 86,
+        GGML_OP_LIGHTNING_INDEXER       = 87,
+        GGML_OP_DSV4_HC_COMB            = 88,
+        GGML_OP_DSV4_HC_PRE             = 89,
+        GGML_OP_DSV4_HC_POST            = 90,
+        GGML_OP_UNARY                   = 91,
+        GGML_OP_MAP_CUSTOM1             = 92,
+        GGML_OP_MAP_CUSTOM2             = 93,
+        GGML_OP_MAP_CUSTOM3             = 94,
+        GGML_OP_CUSTOM                  = 95,
+        GGML_OP_CROSS_ENTROPY_LOSS      = 96,
+        GGML_OP_CROSS_ENTROPY_LOSS_BACK = 97,
+        GGML_OP_OPT_STEP_ADAMW          = 98,
+        GGML_OP_OPT_STEP_SGD            = 99,
+        GGML_OP_GLU                     = 100,
+        GGML_OP_COUNT                   = 101,
+    };
+
+    enum ggml_unary_op {
+        GGML_UNARY_OP_ABS         = 0,
+        GGML_UNARY_OP_SGN         = 1,
+        GGML_UNARY_OP_NEG         = 2,
+        GGML_UNARY_OP_STEP        = 3,
+        GGML_UNARY_OP_TANH        = 4,
+        GGML_UNARY_OP_ELU         = 5,
+        GGML_UNARY_OP_RELU        = 6,
+        GGML_UNARY_OP_SIGMOID     = 7,
+        GGML_UNARY_OP_GELU        = 8,
+        GGML_UNARY_OP_GELU_QUICK  = 9,
+        GGML_UNARY_OP_SILU        = 10,
+        GGML_UNARY_OP_HARDSWISH   = 11,
+        GGML_UNARY_OP_HARDSIGMOID = 12,
+        GGML_UNARY_OP_EXP         = 13,
+        GGML_UNARY_OP_EXPM1       = 14,
+        GGML_UNARY_OP_SOFTPLUS    = 15,
+        GGML_UNARY_OP_GELU_ERF    = 16,
+        GGML_UNARY_OP_XIELU       = 17,
+        GGML_UNARY_OP_FLOOR       = 18,
+        GGML_UNARY_OP_CEIL        = 19,
+        GGML_UNARY_OP_ROUND       = 20,
+        GGML_UNARY_OP_TRUNC       = 21,
+        GGML_UNARY_OP_COUNT       = 22,
+    };
+
+    enum ggml_glu_op {
+        GGML_GLU_OP_REGLU       = 0,
+        GGML_GLU_OP_GEGLU       = 1,
+        GGML_GLU_OP_SWIGLU      = 2,
+        GGML_GLU_OP_SWIGLU_OAI  = 3,
+        GGML_GLU_OP_GEGLU_ERF   = 4,
+        GGML_GLU_OP_GEGLU_QUICK = 5,
+        GGML_GLU_OP_COUNT       = 6,
+    };
+
+    enum ggml_object_type {
+        GGML_OBJECT_TYPE_TENSOR      = 0,
+        GGML_OBJECT_TYPE_GRAPH       = 1,
+        GGML_OBJECT_TYPE_WORK_BUFFER = 2,
+    };
+
+    enum ggml_log_level {
+        GGML_LOG_LEVEL_NONE  = 0,
+        GGML_LOG_LEVEL_DEBUG = 1,
+        GGML_LOG_LEVEL_INFO  = 2,
+        GGML_LOG_LEVEL_WARN  = 3,
+        GGML_LOG_LEVEL_ERROR = 4,
+        GGML_LOG_LEVEL_CONT  = 5,
+    };
+
+    enum ggml_tensor_flag {
+        GGML_TENSOR_FLAG_INPUT   = 1,
+        GGML_TENSOR_FLAG_OUTPUT  = 2,
+        GGML_TENSOR_FLAG_PARAM   = 4,
+        GGML_TENSOR_FLAG_LOSS    = 8,
+        GGML_TENSOR_FLAG_COMPUTE = 16,
+    };
+
+    enum ggml_tri_type {
+        GGML_TRI_TYPE_UPPER_DIAG = 0,
+        GGML_TRI_TYPE_UPPER      = 1,
+        GGML_TRI_TYPE_LOWER_DIAG = 2,
+        GGML_TRI_TYPE_LOWER      = 3,
+    };
+
+    enum ggml_op_pool {
+        GGML_OP_POOL_MAX   = 0,
+        GGML_OP_POOL_AVG   = 1,
+        GGML_OP_POOL_COUNT = 2,
+    };
+
+    enum ggml_scale_mode {
+        GGML_SCALE_MODE_NEAREST  = 0,
+        GGML_SCALE_MODE_BILINEAR = 1,
+        GGML_SCALE_MODE_BICUBIC  = 2,
+        GGML_SCALE_MODE_COUNT    = 3,
+    };
+
+    enum ggml_scale_flag {
+        GGML_SCALE_FLAG_ALIGN_CORNERS = 256,
+        GGML_SCALE_FLAG_ANTIALIAS     = 512,
+    };
+
+    enum ggml_sort_order {
+        GGML_SORT_ORDER_ASC  = 0,
+        GGML_SORT_ORDER_DESC = 1,
+    };
+
+    enum ggml_sched_priority {
+        GGML_SCHED_PRIO_LOW      = -1,
+        GGML_SCHED_PRIO_NORMAL   = 0,
+        GGML_SCHED_PRIO_MEDIUM   = 1,
+        GGML_SCHED_PRIO_HIGH     = 2,
+        GGML_SCHED_PRIO_REALTIME = 3,
+    };
+
+    GGML_API const char * ggml_status_to_string(enum ggml_status status);
+
+    /* IEEE 754 binary16, stored as its bit pattern */
+    typedef uint16_t ggml_fp16_t;
+    GGML_API float       ggml_fp16_to_fp32(ggml_fp16_t);
+    GGML_API ggml_fp16_t ggml_fp32_to_fp16(float);
+    GGML_API void        ggml_fp16_to_fp32_row(const ggml_fp16_t *, float *, int64_t);
+    GGML_API void        ggml_fp32_to_fp16_row(const float *, ggml_fp16_t *, int64_t);
+
+    /* bfloat16: the top half of a binary32; conversions round to nearest even */
+    typedef struct { uint16_t bits; } ggml_bf16_t;
+    GGML_API ggml_bf16_t ggml_fp32_to_bf16(float);
+    GGML_API float       ggml_bf16_to_fp32(ggml_bf16_t);
+    GGML_API void        ggml_bf16_to_fp32_row(const ggml_bf16_t *, float *, int64_t);
+    GGML_API void        ggml_fp32_to_bf16_row_ref(const float *, ggml_bf16_t *, int64_t);
+    GGML_API void        ggml_fp32_to_bf16_row(const float *, ggml_bf16_t *, int64_t);
+
+    struct ggml_object;
+    struct ggml_context;
+    struct ggml_cgraph;
+
+    struct ggml_init_params {
+        size_t mem_size;   /* bytes */
+        void * mem_buffer; /* NULL: the context allocates (and frees) its own memory */
+        bool   no_alloc;   /* true: tensors get metadata only, data stays NULL */
+    };
+
+    /* n-dimensional tensor; ne[] counts elements, nb[] strides in bytes */
+    struct ggml_tensor {
+        enum ggml_type type;
+
+        struct ggml_backend_buffer * buffer;
+
+        int64_t ne[GGML_MAX_DIMS];
+        size_t  nb[GGML_MAX_DIMS]; /* nb[0] = type size, nb[i] = nb[i-1] * ne[i-1] when contiguous */
+
+        enum ggml_op op;
+
+        /* op parameters, int32_t-aligned */
+        int32_t op_params[GGML_MAX_OP_PARAMS / sizeof(int32_t)];
+
+        int32_t flags;
+
+        struct ggml_tensor * src[GGML_MAX_SRC];
+
+        struct ggml_tensor * view_src;
+        size_t               view_offs;
+
+        void * data;
+
+        char name[GGML_MAX_NAME];
+
+        void * extra; /* backend-private */
+
+        char padding[8];
+    };
+
+    static const size_t GGML_TENSOR_SIZE = sizeof(struct ggml_tensor);
+
+    /* Return true to stop a running graph computation (GGML_STATUS_ABORTED). */
+    typedef bool (*ggml_abort_callback)(void * data);
+
+    typedef uint8_t ggml_guid[16];
+    typedef ggml_guid * ggml_guid_t;
+
+    GGML_API bool ggml_guid_matches(ggml_guid_t guid_a, ggml_guid_t guid_b);
+
+    /* library version string (ggmlx's, e.g. "0.1.0") and the commit it was built from, if known */
+    GGML_API const char * ggml_version(void);
+    GGML_API const char * ggml_commit(void);
+
+    /* Clocks. ggml_time_init is optional (the clocks start lazily) and kept for compatibility. */
+    GGML_API void    ggml_time_init(void);
+    GGML_API int64_t ggml_time_ms(void);
+    GGML_API int64_t ggml_time_us(void);
+    GGML_API int64_t ggml_cycles(void);
+    GGML_API int64_t ggml_cycles_per_ms(void);
+
+    /* fopen with UTF-8 file names on every platform */
+    GGML_API FILE * ggml_fopen(const char * fname, const char * mode);
+
+    GGML_API void ggml_print_object (const struct ggml_object * obj);
+    GGML_API void ggml_print_objects(const struct ggml_context * ctx);
+
+    /* Sizes and shape queries. A NULL tensor yields 0 / false with an error recorded. */
+    GGML_API int64_t ggml_nelements (const struct ggml_tensor * tensor);
+    GGML_API int64_t ggml_nrows     (const struct ggml_tensor * tensor);
+    GGML_API size_t  ggml_nbytes    (const struct ggml_tensor * tensor);
+    GGML_API size_t  ggml_nbytes_pad(const struct ggml_tensor * tensor); /* padded to GGML_MEM_ALIGN */
+
+    /* Type traits. An unknown or removed type yields 0 / NULL / "NONE"-like names, never a crash. */
+    GGML_API int64_t ggml_blck_size(enum ggml_type type);
+    GGML_API size_t  ggml_type_size(enum ggml_type type);          /* bytes per block */
+    GGML_API size_t  ggml_row_size (enum ggml_type type, int64_t ne); /* bytes for ne elements */
+
+    GGML_DEPRECATED(
+    GGML_API double ggml_type_sizef(enum ggml_type type),
+    "use ggml_row_size() instead");
+
+    GGML_API const char * ggml_type_name(enum ggml_type type);
+    GGML_API const char * ggml_op_name  (enum ggml_op   op);
+    GGML_API const char * ggml_op_symbol(enum ggml_op   op);
+
+    GGML_API const char * ggml_unary_op_name(enum ggml_unary_op op);
+    GGML_API const char * ggml_glu_op_name(enum ggml_glu_op op);
+    GGML_API const char * ggml_op_desc(const struct ggml_tensor * t); /* unary/glu op name, else op name */
+
+    GGML_API size_t ggml_element_size(const struct ggml_tensor * tensor);
+
+    GGML_API bool ggml_is_quantized(enum ggml_type type);
+
+    GGML_API enum ggml_type ggml_ftype_to_ggml_type(enum ggml_ftype ftype);
+
+    GGML_API bool ggml_is_transposed(const struct ggml_tensor * tensor);
+    GGML_API bool ggml_is_permuted  (const struct ggml_tensor * tensor);
+    GGML_API bool ggml_is_empty     (const struct ggml_tensor * tensor);
+    GGML_API bool ggml_is_scalar    (const struct ggml_tensor * tensor);
+    GGML_API bool ggml_is_vector    (const struct ggml_tensor * tensor);
+    GGML_API bool ggml_is_matrix    (const struct ggml_tensor * tensor);
+    GGML_API bool ggml_is_3d        (const struct ggml_tensor * tensor);
+    GGML_API int  ggml_n_dims       (const struct ggml_tensor * tensor); /* at least 1 */
+
+    /* contiguity: whole tensor; _0 same as whole; _1 rows contiguous beyond dim 0 ... */
+    GGML_API bool ggml_is_contiguous  (const struct ggml_tensor * tensor);
+    GGML_API bool ggml_is_contiguous_0(const struct ggml_tensor * tensor);
+    GGML_API bool ggml_is_contiguous_1(const struct ggml_tensor * tensor); /* contiguous for dims >= 1 */
+    GGML_API bool ggml_is_contiguous_2(const struct ggml_tensor * tensor); /* contiguous for dims >= 2 */
+
+    /* true when the elements occupy one gap-free block of memory, in any order */
+    GGML_API bool ggml_is_contiguously_allocated(const struct ggml_tensor * tensor);
+
+    /* true for a permutation of dims 0..2 where the channel dim (2) is the fastest */
+    GGML_API bool ggml_is_contiguous_channels(const struct ggml_tensor * tensor);
+
+    /* true when each row (dim 0) is contiguous */
+    GGML_API bool ggml_is_contiguous_rows(const struct ggml_tensor * tensor);
+
+    GGML_API bool ggml_are_same_shape (const struct ggml_tensor * t0, const struct ggml_tensor * t1);
+    GGML_API bool ggml_are_same_stride(const struct ggml_tensor * t0, const struct ggml_tensor * t1);
+
+    /* true when t0 can be broadcast (repeated a whole number of times) to t1's shape */
+    GGML_API bool ggml_can_repeat(const struct ggml_tensor * t0, const struct ggml_tensor * t1);
+
+    /* bytes a context needs per tensor, metadata only */
+    GGML_API size_t ggml_tensor_overhead(void);
+
+    /* true when every value in data is a valid encoding of type (no NaN/Inf for float types) */
+    GGML_API bool ggml_validate_row_data(enum ggml_type type, const void * data, size_t nbytes);
+
+    /*
+     * Contexts.
+     * Precondition: params.mem_size > 0 unless no_alloc tensors only are made (metadata still
+     * needs memory: ggml_tensor_overhead() per tensor). A user-supplied mem_buffer stays the
+     * caller's and must outlive the context. Returns NULL (with an error) when memory cannot be had.
+     */
+    GGML_API struct ggml_context * ggml_init (struct ggml_init_params params);
+    GGML_API void                  ggml_reset(struct ggml_context * ctx); /* forget every object, keep memory */
+    GGML_API void                  ggml_free (struct ggml_context * ctx); /* NULL is allowed */
+
+    GGML_API size_t  ggml_used_mem(const struct ggml_context * ctx);
+
+    GGML_API bool    ggml_get_no_alloc(struct ggml_context * ctx);
+    GGML_API void    ggml_set_no_alloc(struct ggml_context * ctx, bool no_alloc);
+
+    GGML_API void *  ggml_get_mem_buffer     (const struct ggml_context * ctx);
+    GGML_API size_t  ggml_get_mem_size       (const struct ggml_context * ctx);
+    GGML_API size_t  ggml_get_max_tensor_size(const struct ggml_context * ctx);
+
+    /* Tensors. ne[i] >= 0; n_dims in 1..GGML_MAX_DIMS; type must be a known type. */
+    GGML_API struct ggml_tensor * ggml_new_tensor(
+            struct ggml_context * ctx,
+            enum   ggml_type type,
+            int    n_dims,
+            const int64_t *ne);
+
+    GGML_API struct ggml_tensor * ggml_new_tensor_1d(
+            struct ggml_context * ctx,
+            enum   ggml_type type,
+            int64_t ne0);
+
+    GGML_API struct ggml_tensor * ggml_new_tensor_2d(
+            struct ggml_context * ctx,
+            enum   ggml_type type,
+            int64_t ne0,
+            int64_t ne1);
+
+    GGML_API struct ggml_tensor * ggml_new_tensor_3d(
+            struct ggml_context * ctx,
+            enum   ggml_type type,
+            int64_t ne0,
+            int64_t ne1,
+            int64_t ne2);
+
+    GGML_API struct ggml_tensor * ggml_new_tensor_4d(
+            struct ggml_context * ctx,
+            enum   ggml_type type,
+            int64_t ne0,
+            int64_t ne1,
+            int64_t ne2,
+            int64_t ne3);
+
+    /* raw bytes from the context's memory (NULL in a no_alloc context) */
+    GGML_API void * ggml_new_buffer(struct ggml_context * ctx, size_t nbytes);
+
+    GGML_API struct ggml_tensor * ggml_dup_tensor (struct ggml_context * ctx, const struct ggml_tensor * src);
+    GGML_API struct ggml_tensor * ggml_view_tensor(struct ggml_context * ctx, struct ggml_tensor * src);
+
+    /* walk a context's tensors in creation order */
+    GGML_API struct ggml_tensor * ggml_get_first_tensor(const struct ggml_context * ctx);
+    GGML_API struct ggml_tensor * ggml_get_next_tensor (const struct ggml_context * ctx, struct ggml_tensor * tensor);
+    /* NULL means "no tensor of that name" (not an error) */
+    GGML_API struct ggml_tensor * ggml_get_tensor(struct ggml_context * ctx, const char * name);
+
+    /* from a flat element index to coordinates */
+    GGML_API void ggml_unravel_index(const struct ggml_tensor * tensor, int64_t i, int64_t * i0, int64_t * i1, int64_t * i2, int64_t * i3);
+
+    GGML_API enum ggml_unary_op ggml_get_unary_op(const struct ggml_tensor * tensor);
+    GGML_API enum ggml_glu_op   ggml_get_glu_op(const struct ggml_tensor * tensor);
+
+    GGML_API void *  ggml_get_data    (const struct ggml_tensor * tensor);
+    GGML_API float * ggml_get_data_f32(const struct ggml_tensor * tensor);
+
+    GGML_API const char *         ggml_get_name   (const struct ggml_tensor * tensor);
+    /* names longer than GGML_MAX_NAME - 1 are truncated */
+    GGML_API struct ggml_tensor * ggml_set_name   (      struct ggml_tensor * tensor, const char * name);
+    GGML_ATTRIBUTE_FORMAT(2, 3)
+    GGML_API struct ggml_tensor * ggml_format_name(      struct ggml_tensor * tensor, const char * fmt, ...);
+
+    /* Flags the scheduler and allocators read: inputs are placed first, outputs are never reused. */
+    GGML_API void ggml_set_input (struct ggml_tensor * tensor);
+    GGML_API void ggml_set_output(struct ggml_tensor * tensor);
+    GGML_API void ggml_set_param (struct ggml_tensor * tensor);
+    GGML_API void ggml_set_loss  (struct ggml_tensor * tensor);
+
+    /*
+     * Operations on tensors with backpropagation
+     */
+
+    GGML_API struct ggml_tensor * ggml_dup(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a);
+
+    GGML_API struct ggml_tensor * ggml_dup_inplace(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a);
+
+    /* Binary elementwise ops: b is broadcast to a (ggml_can_repeat(b, a)); the result has a's shape. */
+    GGML_API struct ggml_tensor * ggml_add(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a,
+            struct ggml_tensor  * b);
+
+    GGML_API struct ggml_tensor * ggml_add_inplace(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a,
+            struct ggml_tensor  * b);
+
+    GGML_API struct ggml_tensor * ggml_sub(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a,
+            struct ggml_tensor  * b);
+
+    GGML_API struct ggml_tensor * ggml_sub_inplace(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a,
+            struct ggml_tensor  * b);
+
+    GGML_API struct ggml_tensor * ggml_mul(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a,
+            struct ggml_tensor  * b);
+
+    GGML_API struct ggml_tensor * ggml_mul_inplace(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a,
+            struct ggml_tensor  * b);
+
+    GGML_API struct ggml_tensor * ggml_div(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a,
+            struct ggml_tensor  * b);
+
+    GGML_API struct ggml_tensor * ggml_div_inplace(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a,
+            struct ggml_tensor  * b);
+
+    GGML_API struct ggml_tensor * ggml_sqr(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a);
+
+    GGML_API struct ggml_tensor * ggml_sqr_inplace(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a);
+
+    GGML_API struct ggml_tensor * ggml_sqrt(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a);
+
+    GGML_API struct ggml_tensor * ggml_sqrt_inplace(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a);
+
+    /* sum of all elements, a scalar */
+    GGML_API struct ggml_tensor * ggml_sum(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a);
+
+    /* sum along rows: [ne0, ne1, ne2, ne3] -> [1, ne1, ne2, ne3] */
+    GGML_API struct ggml_tensor * ggml_sum_rows(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a);
+
+    /* mean along rows: [ne0, ne1, ne2, ne3] -> [1, ne1, ne2, ne3] */
+    GGML_API struct ggml_tensor * ggml_mean(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a);
+
+    /* index of the largest element of each row of a matrix, as I32 */
+    GGML_API struct ggml_tensor * ggml_argmax(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a);
+
+    /* a repeated to b's shape */
+    GGML_API struct ggml_tensor * ggml_repeat(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a,
+            struct ggml_tensor  * b);
+
+    GGML_API struct ggml_tensor * ggml_repeat_4d(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a,
+            int64_t ne0, int64_t ne1, int64_t ne2, int64_t ne3);
+
+    /* a and b joined along dim; every other dim must match */
+    GGML_API struct ggml_tensor * ggml_concat(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a,
+            struct ggml_tensor  * b,
+            int                   dim);
+
+    GGML_API struct ggml_tensor * ggml_abs(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a);
+
+    GGML_API struct ggml_tensor * ggml_abs_inplace(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a);
+
+    GGML_API struct ggml_tensor * ggml_neg(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a);
+
+    GGML_API struct ggml_tensor * ggml_neg_inplace(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a);
+
+    GGML_API struct ggml_tensor * ggml_tanh(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a);
+
+    GGML_API struct ggml_tensor * ggml_tanh_inplace(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a);
+
+    GGML_API struct ggml_tensor * ggml_relu(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a);
+
+    GGML_API struct ggml_tensor * ggml_relu_inplace(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a);
+
+    GGML_API struct ggml_tensor * ggml_sigmoid(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a);
+
+    GGML_API struct ggml_tensor * ggml_sigmoid_inplace(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a);
+
+    /* tanh approximation of GELU */
+    GGML_API struct ggml_tensor * ggml_gelu(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a);
+
+    GGML_API struct ggml_tensor * ggml_gelu_inplace(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a);
+
+    /* exact GELU, x * Phi(x) through erf */
+    GGML_API struct ggml_tensor * ggml_gelu_erf(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a);
+
+    GGML_API struct ggml_tensor * ggml_gelu_erf_inplace(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a);
+
+    GGML_API struct ggml_tensor * ggml_silu(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a);
+
+    GGML_API struct ggml_tensor * ggml_silu_inplace(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a);
+
+    GGML_API struct ggml_tensor * ggml_exp(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a);
+
+    GGML_API struct ggml_tensor * ggml_exp_inplace(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a);
+
+    /*
+     * Gated linear units. Without _split, a's rows hold both halves: the first ne0/2 values are
+     * the activated half and the rest the gate (swapped: the other way round); the result has
+     * ne0/2 columns. With _split, a is activated and b is the gate, both of the result's shape.
+     */
+    GGML_API struct ggml_tensor * ggml_glu(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a,
+            enum ggml_glu_op      op,
+            bool                  swapped);
+
+    GGML_API struct ggml_tensor * ggml_glu_split(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a,
+            struct ggml_tensor  * b,
+            enum ggml_glu_op      op);
+
+    GGML_API struct ggml_tensor * ggml_geglu(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a);
+
+    GGML_API struct ggml_tensor * ggml_geglu_swapped(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a);
+
+    GGML_API struct ggml_tensor * ggml_swiglu(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a);
+
+    GGML_API struct ggml_tensor * ggml_swiglu_swapped(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a);
+
+    GGML_API struct ggml_tensor * ggml_geglu_split(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a,
+            struct ggml_tensor  * b);
+
+    GGML_API struct ggml_tensor * ggml_swiglu_split(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a,
+            struct ggml_tensor  * b);
+
+    /* normalize each row to zero mean and unit variance */
+    GGML_API struct ggml_tensor * ggml_norm(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a,
+            float                 eps);
+
+    GGML_API struct ggml_tensor * ggml_norm_inplace(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a,
+            float                 eps);
+
+    /* divide each row by its root mean square */
+    GGML_API struct ggml_tensor * ggml_rms_norm(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a,
+            float                 eps);
+
+    GGML_API struct ggml_tensor * ggml_rms_norm_inplace(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a,
+            float                 eps);
+
+    /*
+     * Matrix product, b times a transposed: a is [K, N, A2, A3], b is [K, M, B2, B3] and the
+     * result is F32 [N, M, B2, B3]. B2 and B3 must be whole multiples of A2 and A3 (a is
+     * broadcast). a may be F32, F16 or BF16; b is F32.
+     */
+    GGML_API struct ggml_tensor * ggml_mul_mat(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a,
+            struct ggml_tensor  * b);
+
+    /* change the precision of a matrix multiplication (GGML_PREC_F32 for higher precision) */
+    GGML_API void ggml_mul_mat_set_prec(
+            struct ggml_tensor * a,
+            enum ggml_prec       prec);
+
+    GGML_API struct ggml_tensor * ggml_scale(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a,
+            float                 s);
+
+    GGML_API struct ggml_tensor * ggml_scale_inplace(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a,
+            float                 s);
+
+    /* a -> b (converting types), returns a view of b */
+    GGML_API struct ggml_tensor * ggml_cpy(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a,
+            struct ggml_tensor  * b);
+
+    GGML_API struct ggml_tensor * ggml_cast(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a,
+            enum   ggml_type      type);
+
+    /* make contiguous */
+    GGML_API struct ggml_tensor * ggml_cont(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a);
+
+    /* make contiguous, with new shape (same element count) */
+    GGML_API struct ggml_tensor * ggml_cont_1d(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a,
+            int64_t               ne0);
+
+    GGML_API struct ggml_tensor * ggml_cont_2d(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a,
+            int64_t               ne0,
+            int64_t               ne1);
+
+    GGML_API struct ggml_tensor * ggml_cont_3d(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a,
+            int64_t               ne0,
+            int64_t               ne1,
+            int64_t               ne2);
+
+    GGML_API struct ggml_tensor * ggml_cont_4d(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a,
+            int64_t               ne0,
+            int64_t               ne1,
+            int64_t               ne2,
+            int64_t               ne3);
+
+    /* Reshapes return views and need a contiguous a; the element count must not change. */
+    GGML_API struct ggml_tensor * ggml_reshape(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a,
+            struct ggml_tensor  * b);
+
+    GGML_API struct ggml_tensor * ggml_reshape_1d(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a,
+            int64_t               ne0);
+
+    GGML_API struct ggml_tensor * ggml_reshape_2d(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a,
+            int64_t               ne0,
+            int64_t               ne1);
+
+    GGML_API struct ggml_tensor * ggml_reshape_3d(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a,
+            int64_t               ne0,
+            int64_t               ne1,
+            int64_t               ne2);
+
+    GGML_API struct ggml_tensor * ggml_reshape_4d(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a,
+            int64_t               ne0,
+            int64_t               ne1,
+            int64_t               ne2,
+            int64_t               ne3);
+
+    /* Views: offset and strides in bytes; the view must lie inside a's data, or NULL. */
+    GGML_API struct ggml_tensor * ggml_view_1d(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a,
+            int64_t               ne0,
+            size_t                offset);
+
+    GGML_API struct ggml_tensor * ggml_view_2d(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a,
+            int64_t               ne0,
+            int64_t               ne1,
+            size_t                nb1, /* row stride in bytes */
+            size_t                offset);
+
+    GGML_API struct ggml_tensor * ggml_view_3d(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a,
+            int64_t               ne0,
+            int64_t               ne1,
+            int64_t               ne2,
+            size_t                nb1,
+            size_t                nb2,
+            size_t                offset);
+
+    GGML_API struct ggml_tensor * ggml_view_4d(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a,
+            int64_t               ne0,
+            int64_t               ne1,
+            int64_t               ne2,
+            int64_t               ne3,
+            size_t                nb1,
+            size_t                nb2,
+            size_t                nb3,
+            size_t                offset);
+
+    /* axis_i is the new position of a's dim i; the axes must be a permutation of 0..3 */
+    GGML_API struct ggml_tensor * ggml_permute(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a,
+            int                   axis0,
+            int                   axis1,
+            int                   axis2,
+            int                   axis3);
+
+    /* alias for ggml_permute(ctx, a, 1, 0, 2, 3) */
+    GGML_API struct ggml_tensor * ggml_transpose(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a);
+
+    /* rows of a picked by the I32 indices in b; b is [n, ne2, ne3] over a's [.., ne2, ne3] */
+    GGML_API struct ggml_tensor * ggml_get_rows(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a,  /* data */
+            struct ggml_tensor  * b); /* row indices */
+
+    /*
+     * a[c[i]] = b[i] for every row i of b: writes b's rows into a at the I64 or I32 indices in c,
+     * returns a view of a. Indices out of range fail the computation (GGML_STATUS_FAILED).
+     */
+    GGML_API struct ggml_tensor * ggml_set_rows(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a,  /* destination */
+            struct ggml_tensor  * b,  /* source */
+            struct ggml_tensor  * c); /* row indices */
+
+    /* set elements above the diagonal (shifted right by n_past) to -INF */
+    GGML_API struct ggml_tensor * ggml_diag_mask_inf(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a,
+            int                   n_past);
+
+    GGML_API struct ggml_tensor * ggml_diag_mask_inf_inplace(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a,
+            int                   n_past);
+
+    GGML_API struct ggml_tensor * ggml_soft_max(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a);
+
+    GGML_API struct ggml_tensor * ggml_soft_max_inplace(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a);
+
+    /*
+     * softmax(a*scale + mask*(ALiBi slope)) along rows.
+     * mask: optional (NULL means none), F16 or F32, ne0 = a's ne0, ne1 >= a's ne1, broadcast
+     * over dims 2 and 3. max_bias > 0 enables ALiBi with a slope per head (dim 2).
+     */
+    GGML_API struct ggml_tensor * ggml_soft_max_ext(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a,
+            struct ggml_tensor  * mask,
+            float                 scale,
+            float                 max_bias);
+
+    GGML_API struct ggml_tensor * ggml_soft_max_ext_inplace(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a,
+            struct ggml_tensor  * mask,
+            float                 scale,
+            float                 max_bias);
+
+    /*
+     * Rotary position embedding.
+     * b: I32 positions, one per a's ne2 (a is [head_dim, n_head, n_tokens, 1]);
+     * mode: GGML_ROPE_TYPE_NORMAL rotates adjacent pairs, GGML_ROPE_TYPE_NEOX the two halves.
+     */
+    GGML_API struct ggml_tensor * ggml_rope(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a,
+            struct ggml_tensor  * b,
+            int                   n_dims,
+            int                   mode);
+
+    GGML_API struct ggml_tensor * ggml_rope_inplace(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a,
+            struct ggml_tensor  * b,
+            int                   n_dims,
+            int                   mode);
+
+    /* c: optional F32 frequency factors (n_dims/2 values) dividing each pair's frequency */
+    GGML_API struct ggml_tensor * ggml_rope_ext(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a,
+            struct ggml_tensor  * b,
+            struct ggml_tensor  * c,
+            int                   n_dims,
+            int                   mode,
+            int                   n_ctx_orig,
+            float                 freq_base,
+            float                 freq_scale,
+            float                 ext_factor,
+            float                 attn_factor,
+            float                 beta_fast,
+            float                 beta_slow);
+
+    GGML_API struct ggml_tensor * ggml_rope_ext_inplace(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a,
+            struct ggml_tensor  * b,
+            struct ggml_tensor  * c,
+            int                   n_dims,
+            int                   mode,
+            int                   n_ctx_orig,
+            float                 freq_base,
+            float                 freq_scale,
+            float                 ext_factor,
+            float                 attn_factor,
+            float                 beta_fast,
+            float                 beta_slow);
+
+    /* YaRN: the range of rotary dims to correct, from the beta thresholds */
+    GGML_API void ggml_rope_yarn_corr_dims(
+        int n_dims, int n_ctx_orig, float freq_base, float beta_fast, float beta_slow, float dims[2]);
+
+    /*
+     * Unary ops by enum (see enum ggml_unary_op for the list ggmlx computes).
+     */
+    GGML_API struct ggml_tensor * ggml_unary(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a,
+            enum ggml_unary_op    op);
+
+    GGML_API struct ggml_tensor * ggml_unary_inplace(
+        struct ggml_context * ctx,
+        struct ggml_tensor  * a,
+        enum ggml_unary_op    op);
+
+    /*
+     * Graphs.
+     * ggml_new_graph fails (NULL) on a failed context. ggml_build_forward_expand(gf, NULL) marks
+     * gf failed, so that a NULL left by a failed constructor is never taken for "nothing to do".
+     */
+    GGML_API struct ggml_cgraph * ggml_new_graph       (struct ggml_context * ctx); /* GGML_DEFAULT_GRAPH_SIZE nodes */
+    GGML_API struct ggml_cgraph * ggml_new_graph_custom(struct ggml_context * ctx, size_t size, bool grads);
+    GGML_API struct ggml_cgraph * ggml_graph_dup       (struct ggml_context * ctx, struct ggml_cgraph * cgraph, bool force_grads);
+    /* dst must be at least as large as src */
+    GGML_API void                 ggml_graph_cpy       (struct ggml_cgraph * src, struct ggml_cgraph * dst);
+    GGML_API void                 ggml_graph_reset     (struct ggml_cgraph * cgraph); /* zero gradients (none kept here) */
+    GGML_API void                 ggml_graph_clear     (struct ggml_cgraph * cgraph); /* drop every node and leaf */
+
+    GGML_API int                   ggml_graph_size   (struct ggml_cgraph * cgraph);
+    /* i < 0 counts from the end: -1 is the last node; out of range is NULL with an error */
+    GGML_API struct ggml_tensor *  ggml_graph_node   (struct ggml_cgraph * cgraph, int i);
+    GGML_API struct ggml_tensor ** ggml_graph_nodes  (struct ggml_cgraph * cgraph);
+    GGML_API int                   ggml_graph_n_nodes(struct ggml_cgraph * cgraph);
+
+    GGML_API void   ggml_graph_add_node(struct ggml_cgraph * cgraph, struct ggml_tensor * tensor);
+
+    GGML_API size_t ggml_graph_overhead(void);
+    GGML_API size_t ggml_graph_overhead_custom(size_t size, bool grads);
+
+    GGML_API struct ggml_tensor * ggml_graph_get_tensor(const struct ggml_cgraph * cgraph, const char * name);
+
+    /* print info and performance information for the graph */
+    GGML_API void ggml_graph_print(const struct ggml_cgraph * cgraph);
+
+    /* write a Graphviz dot file; gb may be NULL */
+    GGML_API void ggml_graph_dump_dot(const struct ggml_cgraph * gb, const struct ggml_cgraph * cgraph, const char * filename);
+
+    /* add tensor and everything it depends on to the graph, each node once, sources first */
+    GGML_API void ggml_build_forward_expand(struct ggml_cgraph * cgraph, struct ggml_tensor * tensor);
+
+    /*
+     * Logging. The callback may be called from any thread (queue workers included).
+     * NULL restores the default (stderr).
+     */
+    typedef void (*ggml_log_callback)(enum ggml_log_level level, const char * text, void * user_data);
+
+    GGML_API void ggml_log_get(ggml_log_callback * log_callback, void ** user_data);
+    GGML_API void ggml_log_set(ggml_log_callback   log_callback, void *  user_data);
+
+    /* Called by ggml_abort() before abort(); returns the previous callback. */
+    typedef void (*ggml_abort_callback_t)(const char * error_message);
+    GGML_API ggml_abort_callback_t ggml_set_abort_callback(ggml_abort_callback_t callback);
+
+    GGML_API struct ggml_tensor * ggml_set_zero(struct ggml_tensor * tensor);
+
+    /*
+     * Type traits
+     */
+    typedef void (*ggml_to_float_t)  (const void  * GGML_RESTRICT x, float * GGML_RESTRICT y, int64_t k);
+    typedef void (*ggml_from_float_t)(const float * GGML_RESTRICT x, void  * GGML_RESTRICT y, int64_t k);
+
+    struct ggml_type_traits {
+        const char             * type_name;
+        int64_t                  blck_size;
+        int64_t                  blck_size_interleave; /* interleave elements in blocks */
+        size_t                   type_size;
+        bool                     is_quantized;
+        ggml_to_float_t          to_float;
+        ggml_from_float_t        from_float_ref;
+    };
+
+    /* never NULL for a type below GGML_TYPE_COUNT; conversions are NULL where ggmlx has none */
+    GGML_API const struct ggml_type_traits * ggml_get_type_traits(enum ggml_type type);
+
+    /*
+     * Threadpool parameters (the pool itself is in ggml-cpu.h)
+     */
+    struct ggml_threadpool_params {
+        bool                     cpumask[GGML_MAX_N_THREADS]; /* cores a worker may run on; all false: no pinning */
+        int                      n_threads;
+        enum ggml_sched_priority prio;
+        uint32_t                 poll;       /* 0..100: how long idle workers spin before they sleep */
+        bool                     strict_cpu; /* one core per worker instead of the whole mask */
+        bool                     paused;     /* workers wait for ggml_threadpool_resume() */
+    };
+
+    struct ggml_threadpool; /* forward declaration, see ggml-cpu.h */
+
+    typedef struct ggml_threadpool * ggml_threadpool_t;
+
+    GGML_API struct ggml_threadpool_params ggml_threadpool_params_default(int n_threads);
+    GGML_API void                          ggml_threadpool_params_init   (struct ggml_threadpool_params * p, int n_threads);
+    GGML_API bool                          ggml_threadpool_params_match  (const struct ggml_threadpool_params * p0, const struct ggml_threadpool_params * p1);
+
+#ifdef __cplusplus
+}
+#endif

@@ -1,0 +1,101 @@
+/*
+ * cpu-ops.c -- which kernel computes a node, with how many threads and how much scratch.
+ */
+#include "cpu-ops.h"
+
+static bool is_float_type(enum ggml_type t) {
+    return t == GGML_TYPE_F32 || t == GGML_TYPE_F16 || t == GGML_TYPE_BF16;
+}
+
+static bool dup_types_supported(const struct ggml_tensor * dst) {
+    const enum ggml_type ts = dst->src[0]->type, td = dst->type;
+    if (ts == td) {
+        return true; /* byte copy, any type (quantized: whole blocks) */
+    }
+    const bool s_ok = is_float_type(ts) || ts == GGML_TYPE_I32;
+    const bool d_ok = is_float_type(td) || td == GGML_TYPE_I32;
+    return s_ok && d_ok;
+}
+
+ggmlx_cpu_kernel_t ggmlx_cpu_kernel_for(const struct ggml_tensor * node) {
+    const struct ggml_tensor * s0 = node->src[0];
+    const struct ggml_tensor * s1 = node->src[1];
+
+    switch (node->op) {
+    case GGML_OP_DUP:
+    case GGML_OP_CPY:
+    case GGML_OP_CONT:
+        return dup_types_supported(node) ? ggmlx_cpu_dup : NULL;
+    case GGML_OP_ADD:
+    case GGML_OP_SUB:
+    case GGML_OP_MUL:
+    case GGML_OP_DIV:
+        return is_float_type(s0->type) && is_float_type(s1->type) && is_float_type(node->type) ? ggmlx_cpu_binary : NULL;
+    case GGML_OP_SQR:
+    case GGML_OP_SQRT:
+    case GGML_OP_UNARY:
+        return is_float_type(s0->type) && node->type == s0->type ? ggmlx_cpu_unary : NULL;
+    case GGML_OP_SCALE:
+        return is_float_type(s0->type) && node->type == s0->type ? ggmlx_cpu_scale : NULL;
+    case GGML_OP_GLU:
+        return is_float_type(s0->type) && node->type == s0->type ? ggmlx_cpu_glu : NULL;
+    case GGML_OP_SUM:
+        return is_float_type(s0->type) ? ggmlx_cpu_sum : NULL;
+    case GGML_OP_SUM_ROWS:
+        return is_float_type(s0->type) ? ggmlx_cpu_sum_rows : NULL;
+    case GGML_OP_MEAN:
+        return s0->type == GGML_TYPE_F32 ? ggmlx_cpu_mean : NULL;
+    case GGML_OP_ARGMAX:
+        return s0->type == GGML_TYPE_F32 ? ggmlx_cpu_argmax : NULL;
+    case GGML_OP_REPEAT:
+        return is_float_type(s0->type) || s0->type == GGML_TYPE_I32 ? ggmlx_cpu_repeat : NULL;
+    case GGML_OP_CONCAT:
+        return s0->type == s1->type && s0->type == node->type ? ggmlx_cpu_concat : NULL;
+    case GGML_OP_NORM:
+        return s0->type == GGML_TYPE_F32 ? ggmlx_cpu_norm : NULL;
+    case GGML_OP_RMS_NORM:
+        return s0->type == GGML_TYPE_F32 ? ggmlx_cpu_rms_norm : NULL;
+    case GGML_OP_MUL_MAT:
+        return is_float_type(s0->type) && s1->type == GGML_TYPE_F32 ? ggmlx_cpu_mul_mat : NULL;
+    case GGML_OP_GET_ROWS:
+        return (is_float_type(s0->type) || s0->type == GGML_TYPE_I32) && s1->type == GGML_TYPE_I32 ? ggmlx_cpu_get_rows : NULL;
+    case GGML_OP_SET_ROWS:
+        return s0->type == GGML_TYPE_F32 && (s1->type == GGML_TYPE_I64 || s1->type == GGML_TYPE_I32) &&
+               is_float_type(node->type) ? ggmlx_cpu_set_rows : NULL;
+    case GGML_OP_DIAG_MASK_INF:
+        return s0->type == GGML_TYPE_F32 ? ggmlx_cpu_diag_mask_inf : NULL;
+    case GGML_OP_SOFT_MAX:
+        return s0->type == GGML_TYPE_F32 ? ggmlx_cpu_soft_max : NULL;
+    case GGML_OP_ROPE:
+        return (s0->type == GGML_TYPE_F32 || s0->type == GGML_TYPE_F16) ? ggmlx_cpu_rope : NULL;
+    default:
+        return NULL;
+    }
+}
+
+int ggmlx_cpu_n_tasks(const struct ggml_tensor * node, int n_threads) {
+    if (n_threads <= 1) {
+        return 1;
+    }
+    /* Waking a second thread costs a barrier (a few hundred ns on a shared vCPU); not worth it
+     * below a few thousand elements of simple work. Matrix products are always worth it. */
+    if (node->op == GGML_OP_MUL_MAT) {
+        return n_threads;
+    }
+    const int64_t n = ggml_nelements(node->src[0] ? node->src[0] : node);
+    if (n < 4096) {
+        return 1;
+    }
+    return n_threads;
+}
+
+size_t ggmlx_cpu_work_size(const struct ggml_tensor * node, int n_tasks) {
+    switch (node->op) {
+    case GGML_OP_MUL_MAT:
+        return ggmlx_cpu_mul_mat_work_size(node, n_tasks);
+    case GGML_OP_SUM:
+        return (size_t)n_tasks * 64; /* per-thread partial sums, one cache line each */
+    default:
+        return 0;
+    }
+}

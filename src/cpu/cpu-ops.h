@@ -1,0 +1,90 @@
+/*
+ * cpu-ops.h -- the contract between the CPU graph executor (compute.c) and the kernels.
+ *
+ * For every node, each of the plan's threads calls the node's kernel once with its own ith
+ * (0..nth-1); a kernel computes its share (usually rows ith, ith+nth, ... or a contiguous block)
+ * and returns. Kernels may use ggmlx_cpu_barrier() to wait for all threads of the node (for
+ * example after converting an operand into the shared work buffer), but must then be called with
+ * nth > 1 by every thread (the executor guarantees it). Bad data found while computing (an
+ * index out of range) is reported with ggmlx_cpu_fail(): the computation returns
+ * GGML_STATUS_FAILED and the kernel must write nothing outside dst.
+ */
+#ifndef GGMLX_CPU_OPS_H
+#define GGMLX_CPU_OPS_H
+
+#include "ggml-impl.h"
+
+struct ggmlx_cpu_state; /* executor-private: barrier, error flag */
+
+struct ggmlx_cpu_params {
+    int                      ith;   /* this thread */
+    int                      nth;   /* threads computing this node */
+    void                   * wdata; /* shared scratch of ggmlx_cpu_work_size() bytes for this node */
+    size_t                   wsize;
+    struct ggmlx_cpu_state * state;
+};
+
+typedef void (*ggmlx_cpu_kernel_t)(const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
+
+void ggmlx_cpu_barrier(const struct ggmlx_cpu_params * params);
+void ggmlx_cpu_fail(const struct ggmlx_cpu_params * params, const char * fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* rows [*r0, *r1) of nr for thread ith of nth, in contiguous blocks */
+static inline void ggmlx_cpu_split_rows(const struct ggmlx_cpu_params * p, int64_t nr, int64_t * r0, int64_t * r1) {
+    const int64_t per = (nr + p->nth - 1) / p->nth;
+    *r0 = per * p->ith < nr ? per * p->ith : nr;
+    *r1 = *r0 + per < nr ? *r0 + per : nr;
+}
+
+/* The kernel for a node, or NULL when the CPU cannot compute it (op or types unsupported). */
+ggmlx_cpu_kernel_t ggmlx_cpu_kernel_for(const struct ggml_tensor * node);
+
+/* How many threads a node is worth (1 for tiny ones) when n_threads are available. */
+int ggmlx_cpu_n_tasks(const struct ggml_tensor * node, int n_threads);
+
+/* Scratch bytes a node needs when computed by n_tasks threads. */
+size_t ggmlx_cpu_work_size(const struct ggml_tensor * node, int n_tasks);
+
+/* ---- kernels, by family (one file each) ---------------------------------------------------- */
+
+/* ops-binary.c: ADD, SUB, MUL, DIV with broadcasting of src1 */
+void ggmlx_cpu_binary(const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
+
+/* ops-unary.c: UNARY (every ggml_unary_op the header documents), SQR, SQRT, SCALE; ops-glu.c: GLU */
+void ggmlx_cpu_unary(const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
+void ggmlx_cpu_scale(const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
+void ggmlx_cpu_glu  (const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
+
+/* ops-copy.c: DUP, CPY, CONT between F32/F16/BF16 (and same-type copies of any type) */
+void ggmlx_cpu_dup(const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
+
+/* ops-rows.c: GET_ROWS, SET_ROWS */
+void ggmlx_cpu_get_rows(const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
+void ggmlx_cpu_set_rows(const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
+
+/* ops-shape.c: REPEAT, CONCAT */
+void ggmlx_cpu_repeat(const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
+void ggmlx_cpu_concat(const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
+
+/* ops-reduce.c: SUM, SUM_ROWS, MEAN, ARGMAX */
+void ggmlx_cpu_sum     (const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
+void ggmlx_cpu_sum_rows(const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
+void ggmlx_cpu_mean    (const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
+void ggmlx_cpu_argmax  (const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
+
+/* ops-norm.c: NORM, RMS_NORM */
+void ggmlx_cpu_norm    (const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
+void ggmlx_cpu_rms_norm(const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
+
+/* ops-softmax.c: SOFT_MAX (with mask, scale, ALiBi), DIAG_MASK_INF */
+void ggmlx_cpu_soft_max     (const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
+void ggmlx_cpu_diag_mask_inf(const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
+
+/* ops-rope.c: ROPE (normal and NEOX) */
+void ggmlx_cpu_rope(const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
+
+/* ops-matmul.c: MUL_MAT with F32, F16, BF16 src0 and F32 src1 */
+void   ggmlx_cpu_mul_mat(const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
+size_t ggmlx_cpu_mul_mat_work_size(const struct ggml_tensor * dst, int n_tasks);
+
+#endif /* GGMLX_CPU_OPS_H */
