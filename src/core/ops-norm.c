@@ -1,0 +1,49 @@
+/*
+ * ops-norm.c -- NORM and RMS_NORM constructors (row-wise normalisation along dim 0).
+ */
+#include "ggml-impl.h"
+
+static struct ggml_tensor * norm_impl(struct ggml_context * ctx, struct ggml_tensor * a, float eps, bool inplace,
+                                      enum ggml_op op, const char * func) {
+    if (a == NULL) {
+        ggmlx_ctx_fail(ctx, func, "tensor argument 'a' is NULL");
+        return NULL;
+    }
+    if (a->type != GGML_TYPE_F32) {
+        ggmlx_ctx_fail(ctx, func, "a must be F32, got %s", GGMLX_SHAPE(a));
+        return NULL;
+    }
+    /* a negative or NaN eps would make the square root undefined for a constant row */
+    if (!(eps >= 0.0f)) {
+        ggmlx_ctx_fail(ctx, func, "eps must be >= 0, got %g", (double) eps);
+        return NULL;
+    }
+    struct ggml_tensor * result = ggmlx_new_result(ctx, a, inplace, func);
+    if (result == NULL) {
+        return NULL;
+    }
+    ggmlx_set_op_params_f32(result, 0, eps);
+    result->op     = op;
+    result->src[0] = a;
+    return result;
+}
+
+struct ggml_tensor * ggml_norm(struct ggml_context * ctx, struct ggml_tensor * a, float eps) {
+    GGMLX_CTX_CHECK(ctx);
+    return norm_impl(ctx, a, eps, false, GGML_OP_NORM, __func__);
+}
+
+struct ggml_tensor * ggml_norm_inplace(struct ggml_context * ctx, struct ggml_tensor * a, float eps) {
+    GGMLX_CTX_CHECK(ctx);
+    return norm_impl(ctx, a, eps, true, GGML_OP_NORM, __func__);
+}
+
+struct ggml_tensor * ggml_rms_norm(struct ggml_context * ctx, struct ggml_tensor * a, float eps) {
+    GGMLX_CTX_CHECK(ctx);
+    return norm_impl(ctx, a, eps, false, GGML_OP_RMS_NORM, __func__);
+}
+
+struct ggml_tensor * ggml_rms_norm_inplace(struct ggml_context * ctx, struct ggml_tensor * a, float eps) {
+    GGMLX_CTX_CHECK(ctx);
+    return norm_impl(ctx, a, eps, true, GGML_OP_RMS_NORM, __func__);
+}
