@@ -1,0 +1,152 @@
+/*
+ * ops-copy.c -- DUP, CPY, CONT: src0's elements, in row-major logical order, into dst's shape
+ * (same element count, any shapes and strides on both sides), converting between F32, F16,
+ * BF16 and I32; a same-type copy of any type moves bytes (quantized types: whole rows of blocks).
+ */
+#include "cpu-ops.h"
+#include "ops-elem.h"
+
+#include <limits.h>
+
+/* float -> I32 without undefined behaviour: truncation toward zero, saturating, NaN -> 0 */
+static inline int32_t f32_to_i32_sat(float f) {
+    if (!(f == f)) {
+        return 0;
+    }
+    if (f >= 2147483648.0f) {
+        return INT32_MAX;
+    }
+    if (f <= -2147483648.0f) {
+        return INT32_MIN;
+    }
+    return (int32_t) f;
+}
+
+/* n elements from ps (stride ss bytes, type ts) to pd (stride sd, type td) */
+static void convert_run(enum ggml_type td, char * pd, size_t sd, enum ggml_type ts, const char * ps, size_t ss, int64_t n) {
+    if (td == ts) {
+        const size_t es = ggml_type_size(td);
+        if (sd == es && ss == es) {
+            memmove(pd, ps, (size_t) n * es);
+            return;
+        }
+        for (int64_t i = 0; i < n; i++) {
+            memcpy(pd + i * sd, ps + i * ss, es);
+        }
+        return;
+    }
+    if (ts == GGML_TYPE_I32) {
+        for (int64_t i = 0; i < n; i++) {
+            int32_t v;
+            memcpy(&v, ps + i * ss, sizeof v);
+            ggmlx_store_f(td, pd + i * sd, (float) v);
+        }
+        return;
+    }
+    if (td == GGML_TYPE_I32) {
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t v = f32_to_i32_sat(ggmlx_load_f(ts, ps + i * ss));
+            memcpy(pd + i * sd, &v, sizeof v);
+        }
+        return;
+    }
+    if (ts == GGML_TYPE_F32 && ss == sizeof(float) && td == GGML_TYPE_F16) {
+        for (int64_t i = 0; i < n; i++) {
+            float f;
+            memcpy(&f, ps + i * ss, sizeof f);
+            const uint16_t h = ggmlx_fp32_to_fp16(f);
+            memcpy(pd + i * sd, &h, sizeof h);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        ggmlx_store_f(td, pd + i * sd, ggmlx_load_f(ts, ps + i * ss));
+    }
+}
+
+/* Quantized same-type copy: rows of whole blocks, matched by flat row index. */
+static void dup_blocks(const struct ggmlx_cpu_params * params, struct ggml_tensor * dst, const struct ggml_tensor * src) {
+    const size_t ts = ggml_type_size(dst->type);
+    if (src->ne[0] != dst->ne[0] || src->nb[0] != ts || dst->nb[0] != ts) {
+        if (params->ith == 0) {
+            ggmlx_cpu_fail(params, "%s: copying %s needs rows of the same length with contiguous blocks",
+                           dst->name, ggml_type_name(dst->type));
+        }
+        return;
+    }
+    const size_t row = ggml_row_size(dst->type, dst->ne[0]);
+    int64_t r0, r1;
+    ggmlx_cpu_split_rows(params, ggml_nrows(dst), &r0, &r1);
+    for (int64_t ir = r0; ir < r1; ir++) {
+        int64_t d1, d2, d3, s1, s2, s3;
+        ggmlx_row_coords(dst, ir, &d1, &d2, &d3);
+        ggmlx_row_coords(src, ir, &s1, &s2, &s3);
+        memmove((char *) dst->data + ggmlx_offset(dst, 0, d1, d2, d3),
+                (const char *) src->data + ggmlx_offset(src, 0, s1, s2, s3), row);
+    }
+}
+
+void ggmlx_cpu_dup(const struct ggmlx_cpu_params * params, struct ggml_tensor * dst) {
+    const struct ggml_tensor * src = dst->src[0];
+    if (ggml_nelements(src) != ggml_nelements(dst)) {
+        if (params->ith == 0) {
+            ggmlx_cpu_fail(params, "%s: source has %lld elements, destination %lld", dst->name,
+                           (long long) ggml_nelements(src), (long long) ggml_nelements(dst));
+        }
+        return;
+    }
+    if (ggml_nelements(dst) == 0) {
+        return;
+    }
+    const enum ggml_type td = dst->type, ts = src->type;
+
+    /* both one gap-free block in the same order: split the bytes between threads */
+    if (td == ts && ggml_is_contiguous(dst) && ggml_is_contiguous(src)) {
+        const size_t n = ggml_nbytes(dst);
+        const size_t per = (n + (size_t) params->nth - 1) / (size_t) params->nth;
+        const size_t b0 = per * (size_t) params->ith < n ? per * (size_t) params->ith : n;
+        const size_t b1 = b0 + per < n ? b0 + per : n;
+        if (b1 > b0 && dst->data != src->data) {
+            memmove((char *) dst->data + b0, (const char *) src->data + b0, b1 - b0);
+        }
+        return;
+    }
+    if (ggml_blck_size(td) != 1 || ggml_blck_size(ts) != 1) {
+        dup_blocks(params, dst, src); /* the dispatch only lets equal types through here */
+        return;
+    }
+
+    const int64_t ne0 = dst->ne[0];
+    const bool same_shape = ggml_are_same_shape(dst, src);
+    int64_t r0, r1;
+    ggmlx_cpu_split_rows(params, ggml_nrows(dst), &r0, &r1);
+    for (int64_t ir = r0; ir < r1; ir++) {
+        int64_t i1, i2, i3;
+        ggmlx_row_coords(dst, ir, &i1, &i2, &i3);
+        char * pd = (char *) dst->data + ggmlx_offset(dst, 0, i1, i2, i3);
+        if (same_shape) {
+            const char * ps = (const char *) src->data + ggmlx_offset(src, 0, i1, i2, i3);
+            convert_run(td, pd, dst->nb[0], ts, ps, src->nb[0], ne0);
+            continue;
+        }
+        /* Different shapes: the row's elements may span several source rows. Walk the source
+         * from the flat index of the row's first element, one source-row segment at a time. */
+        const int64_t flat = ir * ne0;
+        int64_t j0 = flat % src->ne[0];
+        int64_t jr = flat / src->ne[0];
+        int64_t done = 0;
+        while (done < ne0) {
+            int64_t j1, j2, j3;
+            ggmlx_row_coords(src, jr, &j1, &j2, &j3);
+            int64_t n = src->ne[0] - j0;
+            if (n > ne0 - done) {
+                n = ne0 - done;
+            }
+            const char * ps = (const char *) src->data + ggmlx_offset(src, j0, j1, j2, j3);
+            convert_run(td, pd + done * dst->nb[0], dst->nb[0], ts, ps, src->nb[0], n);
+            done += n;
+            j0 = 0;
+            jr++;
+        }
+    }
+}

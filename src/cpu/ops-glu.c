@@ -1,0 +1,59 @@
+/*
+ * ops-glu.c -- GLU: dst = act(x) * g per element, x and g from the two halves of each src0 row
+ * (or from src0 and src1 when split). Any strides; src0, src1 and dst share a float type.
+ */
+#include "cpu-ops.h"
+#include "ops-elem.h"
+
+typedef float (*glu_act_fn)(float);
+
+static glu_act_fn glu_act_for(enum ggml_glu_op op) {
+    switch (op) {
+    case GGML_GLU_OP_REGLU:       return ggmlx_relu_f32;
+    case GGML_GLU_OP_GEGLU:       return ggmlx_gelu_f32;
+    case GGML_GLU_OP_SWIGLU:      return ggmlx_silu_f32;
+    case GGML_GLU_OP_GEGLU_ERF:   return ggmlx_gelu_erf_f32;
+    case GGML_GLU_OP_GEGLU_QUICK: return ggmlx_gelu_quick_f32;
+    default:                      return NULL;
+    }
+}
+
+void ggmlx_cpu_glu(const struct ggmlx_cpu_params * params, struct ggml_tensor * dst) {
+    const struct ggml_tensor * s0 = dst->src[0];
+    const struct ggml_tensor * s1 = dst->src[1];
+    const glu_act_fn act = glu_act_for((enum ggml_glu_op) ggmlx_get_op_params_i32(dst, 0));
+    if (act == NULL) {
+        if (params->ith == 0) {
+            ggmlx_cpu_fail(params, "%s: glu op %d is not implemented in ggmlx yet", dst->name,
+                           (int) ggmlx_get_op_params_i32(dst, 0));
+        }
+        return;
+    }
+    const bool    swapped = ggmlx_get_op_params_i32(dst, 1) != 0;
+    const int64_t nc      = dst->ne[0];
+    if (s1 != NULL ? s1->ne[0] < nc || s0->ne[0] < nc : s0->ne[0] < 2 * nc) {
+        if (params->ith == 0) {
+            ggmlx_cpu_fail(params, "%s: glu sources are narrower than the result", dst->name);
+        }
+        return;
+    }
+    /* element offsets (in elements of dim 0) of the activated half and the gate */
+    const int64_t off_x = s1 == NULL && swapped ? nc : 0;
+    const int64_t off_g = s1 == NULL && !swapped ? nc : 0;
+    const struct ggml_tensor * gsrc = s1 != NULL ? s1 : s0;
+
+    int64_t r0, r1;
+    ggmlx_cpu_split_rows(params, ggml_nrows(dst), &r0, &r1);
+    for (int64_t ir = r0; ir < r1; ir++) {
+        int64_t i1, i2, i3;
+        ggmlx_row_coords(dst, ir, &i1, &i2, &i3);
+        char       * pd = (char *) dst->data + ggmlx_offset(dst, 0, i1, i2, i3);
+        const char * px = (const char *) s0->data + ggmlx_offset(s0, off_x, i1, i2, i3);
+        const char * pg = (const char *) gsrc->data + ggmlx_offset(gsrc, off_g, i1, i2, i3);
+        for (int64_t i0 = 0; i0 < nc; i0++) {
+            const float x = ggmlx_load_f(s0->type, px + i0 * s0->nb[0]);
+            const float g = ggmlx_load_f(gsrc->type, pg + i0 * gsrc->nb[0]);
+            ggmlx_store_f(dst->type, pd + i0 * dst->nb[0], act(x) * g);
+        }
+    }
+}
