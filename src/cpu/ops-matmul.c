@@ -1,0 +1,625 @@
+/*
+ * ops-matmul.c -- MUL_MAT kernel: dst[n, m] = sum_k a[k, n] * b[k, m], batched over dims 2, 3
+ * with a broadcast (b's batch i12 uses a's batch i12 / (B2 / A2), likewise for dim 3).
+ *
+ * Two paths:
+ *  - GEMM (both sides have a few rows or more): operands are packed into F32 panels in the
+ *    per-thread scratch (converting F16/BF16 and gathering any strides once), then a register
+ *    tiled micro-kernel computes 32 (n) x 12 (m) blocks of dst. Blocking: KC k-values per
+ *    packed block, NC rows of a per packed panel (reused for every row of b), MC rows of b per
+ *    packed block (reused for every 32-row micro-panel of a, which stays in L1).
+ *  - DOT (one side is 1-7 rows, e.g. a matrix-vector product): rows of the big side are
+ *    converted if needed and dotted with the few rows of the small side.
+ * Work is split across threads by output blocks: units of (batch, n range, m range).
+ *
+ * Micro-kernels exist as portable C (auto-vectorised), AVX2+FMA and AVX-512, picked at run time
+ * with __builtin_cpu_supports. GGMLX_MATMUL_KERNEL=portable|avx2|avx512 forces one (an ISA the
+ * CPU lacks falls back to the best it has), so tests can check that every path agrees.
+ */
+#include "cpu-ops.h"
+#include "ggml-math.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#    include <immintrin.h>
+#    define MM_X86 1
+#else
+#    define MM_X86 0
+#endif
+
+#define MM_NR 32  /* dst elements along n (a's rows) per micro-tile */
+#define MM_MR 12  /* dst elements along m (b's rows) per micro-tile */
+#define MM_KC 256 /* k per packed block: a 32 x KC micro-panel (32 KiB) stays in L1 */
+#define MM_NC 512 /* a rows per packed panel */
+#define MM_MC 192 /* b rows per packed block (a multiple of MM_MR) */
+
+/* the DOT path takes products where one side has fewer rows than these */
+#define MM_DOT_M 4
+#define MM_DOT_N 8
+
+#define MM_ALIGN 64
+
+static int64_t mm_min(int64_t x, int64_t y) { return x < y ? x : y; }
+static int64_t mm_max(int64_t x, int64_t y) { return x > y ? x : y; }
+static int64_t mm_ceil_div(int64_t x, int64_t y) { return (x + y - 1) / y; }
+static int64_t mm_round_up(int64_t x, int64_t y) { return mm_ceil_div(x, y) * y; }
+
+/* ---- instruction-set variants -------------------------------------------------------------- */
+
+/*
+ * A micro-kernel multiplies a packed a micro-panel A ([kc][32]) by a packed b micro-panel B
+ * ([kc][12]) into the 32 x 12 block at C (C[j * ldc + i] for n offset i, m offset j), storing or
+ * (accumulate != 0) adding.
+ */
+typedef void (*mm_kernel_fn)(int64_t kc, const float * A, const float * B, float * C, int64_t ldc, int accumulate);
+typedef float (*mm_dot_fn)(int64_t n, const float * x, const float * y);
+typedef void (*mm_cvt_fn)(const uint16_t * x, float * y, int64_t n);
+
+struct mm_isa {
+    const char * name;
+    mm_kernel_fn kernel;
+    mm_dot_fn    dot;
+    mm_cvt_fn    f16_to_f32;
+};
+
+static void mk_portable(int64_t kc, const float * A, const float * B, float * C, int64_t ldc, int accumulate) {
+    /* 8 x 4 sub-blocks: 32 accumulators fit the 16 SSE registers of baseline x86-64 */
+    for (int nh = 0; nh < MM_NR; nh += 8) {
+        for (int mg = 0; mg < MM_MR; mg += 4) {
+            float c[4][8];
+            memset(c, 0, sizeof c);
+            for (int64_t k = 0; k < kc; k++) {
+                const float * a = A + k * MM_NR + nh;
+                const float * b = B + k * MM_MR + mg;
+                for (int j = 0; j < 4; j++) {
+                    for (int i = 0; i < 8; i++) {
+                        c[j][i] += a[i] * b[j];
+                    }
+                }
+            }
+            for (int j = 0; j < 4; j++) {
+                float * cp = C + (mg + j) * ldc + nh;
+                for (int i = 0; i < 8; i++) {
+                    cp[i] = accumulate ? cp[i] + c[j][i] : c[j][i];
+                }
+            }
+        }
+    }
+}
+
+/* 16 independent partial sums: vectorisable without reassociating a single sum */
+static float dot_portable(int64_t n, const float * x, const float * y) {
+    float acc[16];
+    memset(acc, 0, sizeof acc);
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        for (int j = 0; j < 16; j++) {
+            acc[j] += x[i + j] * y[i + j];
+        }
+    }
+    float s = 0.0f;
+    for (; i < n; i++) {
+        s += x[i] * y[i];
+    }
+    for (int j = 0; j < 16; j++) {
+        s += acc[j];
+    }
+    return s;
+}
+
+static void f16_to_f32_portable(const uint16_t * x, float * y, int64_t n) {
+    for (int64_t i = 0; i < n; i++) {
+        y[i] = ggmlx_fp16_to_fp32(x[i]);
+    }
+}
+
+static const struct mm_isa mm_isa_portable = { "portable", mk_portable, dot_portable, f16_to_f32_portable };
+
+#if MM_X86
+
+__attribute__((target("avx2,fma"))) static void mk_avx2(int64_t kc, const float * A, const float * B, float * C,
+                                                         int64_t ldc, int accumulate) {
+    /* four 16 x 6 passes: 12 accumulators + 2 a vectors + 1 broadcast of the 16 ymm registers */
+    for (int nh = 0; nh < MM_NR; nh += 16) {
+        for (int mg = 0; mg < MM_MR; mg += 6) {
+            __m256 c0[6], c1[6];
+#pragma GCC unroll 6
+            for (int j = 0; j < 6; j++) {
+                c0[j] = _mm256_setzero_ps();
+                c1[j] = _mm256_setzero_ps();
+            }
+            const float * a = A + nh;
+            const float * b = B + mg;
+            for (int64_t k = 0; k < kc; k++, a += MM_NR, b += MM_MR) {
+                const __m256 a0 = _mm256_loadu_ps(a);
+                const __m256 a1 = _mm256_loadu_ps(a + 8);
+#pragma GCC unroll 6
+                for (int j = 0; j < 6; j++) {
+                    const __m256 bj = _mm256_broadcast_ss(b + j);
+                    c0[j] = _mm256_fmadd_ps(a0, bj, c0[j]);
+                    c1[j] = _mm256_fmadd_ps(a1, bj, c1[j]);
+                }
+            }
+#pragma GCC unroll 6
+            for (int j = 0; j < 6; j++) {
+                float * cp = C + (mg + j) * ldc + nh;
+                if (accumulate) {
+                    c0[j] = _mm256_add_ps(c0[j], _mm256_loadu_ps(cp));
+                    c1[j] = _mm256_add_ps(c1[j], _mm256_loadu_ps(cp + 8));
+                }
+                _mm256_storeu_ps(cp, c0[j]);
+                _mm256_storeu_ps(cp + 8, c1[j]);
+            }
+        }
+    }
+}
+
+__attribute__((target("avx2,fma"))) static float dot_avx2(int64_t n, const float * x, const float * y) {
+    __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps(), s2 = _mm256_setzero_ps(), s3 = _mm256_setzero_ps();
+    int64_t i = 0;
+    for (; i + 32 <= n; i += 32) {
+        s0 = _mm256_fmadd_ps(_mm256_loadu_ps(x + i),      _mm256_loadu_ps(y + i),      s0);
+        s1 = _mm256_fmadd_ps(_mm256_loadu_ps(x + i + 8),  _mm256_loadu_ps(y + i + 8),  s1);
+        s2 = _mm256_fmadd_ps(_mm256_loadu_ps(x + i + 16), _mm256_loadu_ps(y + i + 16), s2);
+        s3 = _mm256_fmadd_ps(_mm256_loadu_ps(x + i + 24), _mm256_loadu_ps(y + i + 24), s3);
+    }
+    for (; i + 8 <= n; i += 8) {
+        s0 = _mm256_fmadd_ps(_mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i), s0);
+    }
+    const __m256 s  = _mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3));
+    __m128       h  = _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1));
+    h               = _mm_add_ps(h, _mm_movehl_ps(h, h));
+    h               = _mm_add_ss(h, _mm_movehdup_ps(h));
+    float        r  = _mm_cvtss_f32(h);
+    for (; i < n; i++) {
+        r += x[i] * y[i];
+    }
+    return r;
+}
+
+__attribute__((target("avx2,f16c"))) static void f16_to_f32_f16c(const uint16_t * x, float * y, int64_t n) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        _mm256_storeu_ps(y + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(x + i))));
+    }
+    for (; i < n; i++) {
+        y[i] = ggmlx_fp16_to_fp32(x[i]);
+    }
+}
+
+__attribute__((target("avx512f"))) static void mk_avx512(int64_t kc, const float * A, const float * B, float * C,
+                                                          int64_t ldc, int accumulate) {
+    /* the whole 32 x 12 block: 24 accumulators + 2 a vectors + 1 broadcast of 32 zmm registers */
+    __m512 c0[MM_MR], c1[MM_MR];
+#pragma GCC unroll 12
+    for (int j = 0; j < MM_MR; j++) {
+        c0[j] = _mm512_setzero_ps();
+        c1[j] = _mm512_setzero_ps();
+    }
+    for (int64_t k = 0; k < kc; k++, A += MM_NR, B += MM_MR) {
+        const __m512 a0 = _mm512_loadu_ps(A);
+        const __m512 a1 = _mm512_loadu_ps(A + 16);
+#pragma GCC unroll 12
+        for (int j = 0; j < MM_MR; j++) {
+            const __m512 bj = _mm512_set1_ps(B[j]);
+            c0[j] = _mm512_fmadd_ps(a0, bj, c0[j]);
+            c1[j] = _mm512_fmadd_ps(a1, bj, c1[j]);
+        }
+    }
+#pragma GCC unroll 12
+    for (int j = 0; j < MM_MR; j++) {
+        float * cp = C + j * ldc;
+        if (accumulate) {
+            c0[j] = _mm512_add_ps(c0[j], _mm512_loadu_ps(cp));
+            c1[j] = _mm512_add_ps(c1[j], _mm512_loadu_ps(cp + 16));
+        }
+        _mm512_storeu_ps(cp, c0[j]);
+        _mm512_storeu_ps(cp + 16, c1[j]);
+    }
+}
+
+__attribute__((target("avx512f"))) static float dot_avx512(int64_t n, const float * x, const float * y) {
+    __m512 s0 = _mm512_setzero_ps(), s1 = _mm512_setzero_ps(), s2 = _mm512_setzero_ps(), s3 = _mm512_setzero_ps();
+    int64_t i = 0;
+    for (; i + 64 <= n; i += 64) {
+        s0 = _mm512_fmadd_ps(_mm512_loadu_ps(x + i),      _mm512_loadu_ps(y + i),      s0);
+        s1 = _mm512_fmadd_ps(_mm512_loadu_ps(x + i + 16), _mm512_loadu_ps(y + i + 16), s1);
+        s2 = _mm512_fmadd_ps(_mm512_loadu_ps(x + i + 32), _mm512_loadu_ps(y + i + 32), s2);
+        s3 = _mm512_fmadd_ps(_mm512_loadu_ps(x + i + 48), _mm512_loadu_ps(y + i + 48), s3);
+    }
+    for (; i + 16 <= n; i += 16) {
+        s0 = _mm512_fmadd_ps(_mm512_loadu_ps(x + i), _mm512_loadu_ps(y + i), s0);
+    }
+    float r = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(s0, s1), _mm512_add_ps(s2, s3)));
+    for (; i < n; i++) {
+        r += x[i] * y[i];
+    }
+    return r;
+}
+
+__attribute__((target("avx512f"))) static void f16_to_f32_avx512(const uint16_t * x, float * y, int64_t n) {
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        _mm512_storeu_ps(y + i, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(x + i))));
+    }
+    for (; i < n; i++) {
+        y[i] = ggmlx_fp16_to_fp32(x[i]);
+    }
+}
+
+static const struct mm_isa mm_isa_avx2   = { "avx2",   mk_avx2,   dot_avx2,   f16_to_f32_f16c };
+static const struct mm_isa mm_isa_avx512 = { "avx512", mk_avx512, dot_avx512, f16_to_f32_avx512 };
+
+static bool mm_has_avx2(void) {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+}
+
+static bool mm_has_avx512(void) {
+    __builtin_cpu_init();
+    return mm_has_avx2() && __builtin_cpu_supports("avx512f");
+}
+
+#endif /* MM_X86 */
+
+/* The variant to use: the best the CPU has, or the one GGMLX_MATMUL_KERNEL names if available. */
+static const struct mm_isa * mm_pick_isa(void) {
+    const char * want = getenv("GGMLX_MATMUL_KERNEL");
+    if (want != NULL && strcmp(want, "portable") == 0) {
+        return &mm_isa_portable;
+    }
+#if MM_X86
+    const bool force_avx2 = want != NULL && strcmp(want, "avx2") == 0;
+    if (!force_avx2 && mm_has_avx512()) {
+        return &mm_isa_avx512;
+    }
+    if (mm_has_avx2()) {
+        return &mm_isa_avx2;
+    }
+#endif
+    return &mm_isa_portable;
+}
+
+/* ---- rows as F32 ----------------------------------------------------------------------------- */
+
+/*
+ * n elements of a row (stride nb0 bytes) as F32: the row itself when it already is contiguous
+ * F32, else converted into buf.
+ */
+static const float * mm_row_f32(const struct mm_isa * isa, const char * row, enum ggml_type type, size_t nb0,
+                                int64_t n, float * buf) {
+    if (type == GGML_TYPE_F32) {
+        if (nb0 == sizeof(float)) {
+            return (const float *)row;
+        }
+        for (int64_t i = 0; i < n; i++) {
+            buf[i] = *(const float *)(row + i * nb0);
+        }
+    } else if (type == GGML_TYPE_F16) {
+        if (nb0 == sizeof(uint16_t)) {
+            isa->f16_to_f32((const uint16_t *)row, buf, n);
+        } else {
+            for (int64_t i = 0; i < n; i++) {
+                buf[i] = ggmlx_fp16_to_fp32(*(const uint16_t *)(row + i * nb0));
+            }
+        }
+    } else { /* BF16: the top half of an F32 */
+        if (nb0 == sizeof(uint16_t)) {
+            const uint16_t * x = (const uint16_t *)row;
+            for (int64_t i = 0; i < n; i++) {
+                buf[i] = ggmlx_bits_f32((uint32_t)x[i] << 16);
+            }
+        } else {
+            for (int64_t i = 0; i < n; i++) {
+                buf[i] = ggmlx_bf16_to_fp32(*(const uint16_t *)(row + i * nb0));
+            }
+        }
+    }
+    return buf;
+}
+
+/* ---- the plan: path, blocking and units of work ------------------------------------------------ */
+
+enum mm_path { MM_PATH_GEMM, MM_PATH_DOT };
+
+struct mm_plan {
+    enum mm_path path;
+    int64_t K, N, M, B2, B3, r2, r3;
+    int64_t kc, nc, mc;          /* GEMM blocking, clamped to the problem */
+    bool    small_is_b;          /* DOT: which side has the few rows */
+    int64_t n_small;             /* DOT: rows on the small side */
+    int64_t n_chunk, m_chunk;    /* unit extent along n and m */
+    int64_t n_chunks, m_chunks;  /* units per batch along n and m */
+    int64_t units;
+    size_t  per_thread;          /* scratch bytes per thread, a multiple of MM_ALIGN */
+};
+
+static void mm_make_plan(const struct ggml_tensor * dst, int nth, struct mm_plan * p) {
+    const struct ggml_tensor * a = dst->src[0];
+    const struct ggml_tensor * b = dst->src[1];
+    memset(p, 0, sizeof *p);
+    p->K  = a->ne[0];
+    p->N  = a->ne[1];
+    p->M  = b->ne[1];
+    p->B2 = b->ne[2];
+    p->B3 = b->ne[3];
+    p->r2 = a->ne[2] > 0 ? b->ne[2] / a->ne[2] : 1;
+    p->r3 = a->ne[3] > 0 ? b->ne[3] / a->ne[3] : 1;
+    if (p->r2 < 1) {
+        p->r2 = 1;
+    }
+    if (p->r3 < 1) {
+        p->r3 = 1;
+    }
+    if (nth < 1) {
+        nth = 1;
+    }
+    const int64_t batches = p->B2 * p->B3;
+    /* enough units for every thread to get several, so uneven ones even out */
+    const int64_t want = nth > 1 ? 4 * (int64_t)nth : 1;
+
+    p->path = (p->M < MM_DOT_M || p->N < MM_DOT_N) ? MM_PATH_DOT : MM_PATH_GEMM;
+
+    if (p->path == MM_PATH_GEMM) {
+        p->kc = mm_max(1, mm_min(MM_KC, p->K));
+        p->nc = mm_min(MM_NC, mm_round_up(p->N, MM_NR));
+        p->mc = mm_min(MM_MC, mm_round_up(p->M, MM_MR));
+        const int64_t tiles_n = mm_ceil_div(p->N, MM_NR);
+        const int64_t tiles_m = mm_ceil_div(p->M, MM_MR);
+        int64_t n_chunks = mm_ceil_div(p->N, MM_NC);
+        if (batches * n_chunks < want) {
+            n_chunks = mm_max(n_chunks, mm_min(tiles_n, mm_ceil_div(want, mm_max(batches, 1))));
+        }
+        int64_t m_chunks = 1;
+        if (batches * n_chunks < want) {
+            m_chunks = mm_min(tiles_m, mm_ceil_div(want, mm_max(batches * n_chunks, 1)));
+        }
+        p->n_chunk  = mm_ceil_div(tiles_n, n_chunks) * MM_NR;
+        p->m_chunk  = mm_ceil_div(tiles_m, m_chunks) * MM_MR;
+        p->n_chunks = mm_ceil_div(p->N, p->n_chunk);
+        p->m_chunks = mm_ceil_div(p->M, p->m_chunk);
+        p->per_thread = (size_t)(p->nc + p->mc) * (size_t)p->kc * sizeof(float);
+    } else {
+        /* the side with fewer rows is held converted; the other is walked a row at a time */
+        p->small_is_b = p->M < MM_DOT_M && p->M <= p->N;
+        p->n_small    = p->small_is_b ? p->M : p->N;
+        const int64_t big = p->small_is_b ? p->N : p->M;
+        int64_t chunks = 1;
+        if (batches < want) {
+            chunks = mm_max(1, mm_min(big, mm_ceil_div(want, mm_max(batches, 1))));
+        }
+        const int64_t chunk = mm_max(1, mm_ceil_div(big, chunks));
+        if (p->small_is_b) {
+            p->n_chunk = chunk;
+            p->m_chunk = mm_max(1, p->M);
+        } else {
+            p->n_chunk = mm_max(1, p->N);
+            p->m_chunk = chunk;
+        }
+        p->n_chunks = mm_ceil_div(p->N, p->n_chunk);
+        p->m_chunks = mm_ceil_div(p->M, p->m_chunk);
+        p->per_thread = (size_t)(p->n_small + 1) * (size_t)mm_round_up(p->K, 16) * sizeof(float);
+    }
+    p->units      = batches * p->n_chunks * p->m_chunks;
+    p->per_thread = (size_t)mm_round_up((int64_t)p->per_thread + MM_ALIGN, MM_ALIGN);
+}
+
+size_t ggmlx_cpu_mul_mat_work_size(const struct ggml_tensor * dst, int n_tasks) {
+    struct mm_plan p;
+    mm_make_plan(dst, n_tasks, &p);
+    return (size_t)(n_tasks < 1 ? 1 : n_tasks) * p.per_thread + MM_ALIGN;
+}
+
+/* ---- DOT path ---------------------------------------------------------------------------------- */
+
+struct mm_ctx {
+    const struct mm_isa      * isa;
+    const struct mm_plan     * p;
+    const struct ggml_tensor * a;
+    const struct ggml_tensor * b;
+    struct ggml_tensor       * dst;
+    float                    * scratch; /* this thread's */
+};
+
+static float * mm_dst_at(const struct mm_ctx * c, int64_t n, int64_t m, int64_t i12, int64_t i13) {
+    const struct ggml_tensor * d = c->dst;
+    return (float *)((char *)d->data + n * d->nb[0] + m * d->nb[1] + i12 * d->nb[2] + i13 * d->nb[3]);
+}
+
+static const char * mm_a_row(const struct mm_ctx * c, int64_t n, int64_t i12, int64_t i13) {
+    const struct ggml_tensor * a = c->a;
+    return (const char *)a->data + n * a->nb[1] + (i12 / c->p->r2) * a->nb[2] + (i13 / c->p->r3) * a->nb[3];
+}
+
+static const char * mm_b_row(const struct mm_ctx * c, int64_t m, int64_t i12, int64_t i13) {
+    const struct ggml_tensor * b = c->b;
+    return (const char *)b->data + m * b->nb[1] + i12 * b->nb[2] + i13 * b->nb[3];
+}
+
+static void mm_dot_unit(const struct mm_ctx * c, int64_t i12, int64_t i13, int64_t n0, int64_t n1, int64_t m0,
+                        int64_t m1) {
+    const struct mm_plan * p   = c->p;
+    const int64_t          K   = p->K;
+    const int64_t          ldk = mm_round_up(K, 16);
+    const float          * small[MM_DOT_N];
+    float                * big_buf = c->scratch + p->n_small * ldk;
+
+    if (p->small_is_b) {
+        for (int64_t m = m0; m < m1; m++) {
+            small[m - m0] = mm_row_f32(c->isa, mm_b_row(c, m, i12, i13), GGML_TYPE_F32, c->b->nb[0], K,
+                                       c->scratch + (m - m0) * ldk);
+        }
+        for (int64_t n = n0; n < n1; n++) {
+            const float * x = mm_row_f32(c->isa, mm_a_row(c, n, i12, i13), c->a->type, c->a->nb[0], K, big_buf);
+            for (int64_t m = m0; m < m1; m++) {
+                *mm_dst_at(c, n, m, i12, i13) = c->isa->dot(K, x, small[m - m0]);
+            }
+        }
+    } else {
+        for (int64_t n = n0; n < n1; n++) {
+            small[n - n0] = mm_row_f32(c->isa, mm_a_row(c, n, i12, i13), c->a->type, c->a->nb[0], K,
+                                       c->scratch + (n - n0) * ldk);
+        }
+        for (int64_t m = m0; m < m1; m++) {
+            const float * y = mm_row_f32(c->isa, mm_b_row(c, m, i12, i13), GGML_TYPE_F32, c->b->nb[0], K, big_buf);
+            for (int64_t n = n0; n < n1; n++) {
+                *mm_dst_at(c, n, m, i12, i13) = c->isa->dot(K, small[n - n0], y);
+            }
+        }
+    }
+}
+
+/* ---- GEMM path --------------------------------------------------------------------------------- */
+
+/*
+ * Rows [n0, n0 + nc) of a (batch of i12, i13), k in [k0, k0 + kc), as micro-panels [kc][32];
+ * rows past n_end are zeros. tmp holds one converted row (kc floats).
+ */
+static void mm_pack_a(const struct mm_ctx * c, float * dstp, int64_t i12, int64_t i13, int64_t n0, int64_t nc,
+                      int64_t n_end, int64_t k0, int64_t kc, float * tmp) {
+    const struct ggml_tensor * a = c->a;
+    for (int64_t t = 0; t < nc; t += MM_NR) {
+        float * panel = dstp + t * kc;
+        for (int r = 0; r < MM_NR; r++) {
+            const int64_t n = n0 + t + r;
+            if (n >= n_end) {
+                for (int64_t k = 0; k < kc; k++) {
+                    panel[k * MM_NR + r] = 0.0f;
+                }
+                continue;
+            }
+            const char  * row = mm_a_row(c, n, i12, i13) + k0 * a->nb[0];
+            const float * x   = mm_row_f32(c->isa, row, a->type, a->nb[0], kc, tmp);
+            for (int64_t k = 0; k < kc; k++) {
+                panel[k * MM_NR + r] = x[k];
+            }
+        }
+    }
+}
+
+/* Rows [m0, m0 + mc) of b, k in [k0, k0 + kc), as micro-panels [kc][12]; rows past m_end are zeros. */
+static void mm_pack_b(const struct mm_ctx * c, float * dstp, int64_t i12, int64_t i13, int64_t m0, int64_t mc,
+                      int64_t m_end, int64_t k0, int64_t kc) {
+    const size_t nb0 = c->b->nb[0];
+    for (int64_t t = 0; t < mc; t += MM_MR) {
+        float * panel = dstp + t * kc;
+        for (int r = 0; r < MM_MR; r++) {
+            const int64_t m = m0 + t + r;
+            if (m >= m_end) {
+                for (int64_t k = 0; k < kc; k++) {
+                    panel[k * MM_MR + r] = 0.0f;
+                }
+                continue;
+            }
+            const char * row = mm_b_row(c, m, i12, i13) + k0 * nb0;
+            if (nb0 == sizeof(float)) {
+                const float * x = (const float *)row;
+                for (int64_t k = 0; k < kc; k++) {
+                    panel[k * MM_MR + r] = x[k];
+                }
+            } else {
+                for (int64_t k = 0; k < kc; k++) {
+                    panel[k * MM_MR + r] = *(const float *)(row + k * nb0);
+                }
+            }
+        }
+    }
+}
+
+static void mm_gemm_unit(const struct mm_ctx * c, int64_t i12, int64_t i13, int64_t n0, int64_t n1, int64_t m0,
+                         int64_t m1) {
+    const struct mm_plan * p     = c->p;
+    const size_t           dnb0  = c->dst->nb[0];
+    const int64_t          ldc   = (int64_t)(c->dst->nb[1] / sizeof(float));
+    const bool             fastc = dnb0 == sizeof(float) && c->dst->nb[1] % sizeof(float) == 0;
+    float                * apack = c->scratch;                 /* nc x kc */
+    float                * bpack = c->scratch + p->nc * p->kc; /* mc x kc */
+    float                  tile[MM_NR * MM_MR];
+
+    if (p->K == 0) {
+        for (int64_t m = m0; m < m1; m++) {
+            for (int64_t n = n0; n < n1; n++) {
+                *mm_dst_at(c, n, m, i12, i13) = 0.0f;
+            }
+        }
+        return;
+    }
+
+    for (int64_t jc = n0; jc < n1; jc += p->nc) {
+        const int64_t nc  = mm_min(p->nc, n1 - jc);
+        const int64_t ncp = mm_round_up(nc, MM_NR);
+        for (int64_t pc = 0; pc < p->K; pc += p->kc) {
+            const int64_t kc = mm_min(p->kc, p->K - pc);
+            /* the b block's space doubles as the row buffer while a is packed */
+            mm_pack_a(c, apack, i12, i13, jc, ncp, n1, pc, kc, bpack);
+            for (int64_t ic = m0; ic < m1; ic += p->mc) {
+                const int64_t mc  = mm_min(p->mc, m1 - ic);
+                const int64_t mcp = mm_round_up(mc, MM_MR);
+                mm_pack_b(c, bpack, i12, i13, ic, mcp, m1, pc, kc);
+                for (int64_t jr = 0; jr < nc; jr += MM_NR) {
+                    const float * ap = apack + jr * kc;
+                    const int64_t nv = mm_min(MM_NR, nc - jr);
+                    for (int64_t ir = 0; ir < mc; ir += MM_MR) {
+                        const float * bp = bpack + ir * kc;
+                        const int64_t mv = mm_min(MM_MR, mc - ir);
+                        if (fastc && nv == MM_NR && mv == MM_MR) {
+                            c->isa->kernel(kc, ap, bp, mm_dst_at(c, jc + jr, ic + ir, i12, i13), ldc, pc > 0);
+                            continue;
+                        }
+                        c->isa->kernel(kc, ap, bp, tile, MM_NR, 0);
+                        for (int64_t j = 0; j < mv; j++) {
+                            for (int64_t i = 0; i < nv; i++) {
+                                float * d = mm_dst_at(c, jc + jr + i, ic + ir + j, i12, i13);
+                                *d = pc > 0 ? *d + tile[j * MM_NR + i] : tile[j * MM_NR + i];
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/* ---- entry ------------------------------------------------------------------------------------- */
+
+void ggmlx_cpu_mul_mat(const struct ggmlx_cpu_params * params, struct ggml_tensor * dst) {
+    struct mm_plan p;
+    mm_make_plan(dst, params->nth, &p);
+
+    const size_t need = (size_t)params->nth * p.per_thread + MM_ALIGN;
+    if (params->wdata == NULL || params->wsize < need) {
+        ggmlx_cpu_fail(params, "ggml_mul_mat: work buffer of %zu bytes is smaller than the %zu needed", params->wsize,
+                       need);
+        return;
+    }
+    const uintptr_t base = ((uintptr_t)params->wdata + MM_ALIGN - 1) & ~(uintptr_t)(MM_ALIGN - 1);
+
+    struct mm_ctx c;
+    c.isa     = mm_pick_isa();
+    c.p       = &p;
+    c.a       = dst->src[0];
+    c.b       = dst->src[1];
+    c.dst     = dst;
+    c.scratch = (float *)(base + (size_t)params->ith * p.per_thread);
+
+    int64_t u0, u1;
+    ggmlx_cpu_split_rows(params, p.units, &u0, &u1);
+    const int64_t per_batch = p.n_chunks * p.m_chunks;
+    for (int64_t u = u0; u < u1; u++) {
+        const int64_t batch = u / per_batch;
+        const int64_t rest  = u % per_batch;
+        const int64_t i12   = batch % p.B2;
+        const int64_t i13   = batch / p.B2;
+        const int64_t n0    = (rest % p.n_chunks) * p.n_chunk;
+        const int64_t m0    = (rest / p.n_chunks) * p.m_chunk;
+        const int64_t n1    = mm_min(p.N, n0 + p.n_chunk);
+        const int64_t m1    = mm_min(p.M, m0 + p.m_chunk);
+        if (p.path == MM_PATH_GEMM) {
+            mm_gemm_unit(&c, i12, i13, n0, n1, m0, m1);
+        } else {
+            mm_dot_unit(&c, i12, i13, n0, n1, m0, m1);
+        }
+    }
+}
