@@ -1,0 +1,247 @@
+/*
+ * bench-cpu.c -- CPU throughput: matrix products and per-node overhead of the graph executor.
+ *
+ *   bench-cpu [--quick] [--json] [--runs N]
+ *
+ * mul_mat: a (weights, F32/F16/BF16) [K=4096, N=4096] times b (F32) [K, M=512], 2*K*N*M flops,
+ * on 1 and 2 threads; reported as GFLOP/s, best of a few runs after a warm-up.
+ * add chain: a graph of 2000 dependent ADDs of 16-element F32 vectors, built once and computed
+ * repeatedly; reported as microseconds per node (what the executor costs beyond the kernels).
+ * --quick shrinks everything so CI can smoke-run it in a second or two; --json prints JSON
+ * instead of the markdown table.
+ */
+#include "ggml.h"
+#include "ggml-cpu.h"
+#include "ggmlx.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+struct result {
+    char   name[48];
+    int    threads;
+    double value;
+    const char * unit;
+    char   shape[64];
+};
+
+#define MAX_RESULTS 32
+
+static struct result g_results[MAX_RESULTS];
+static int           g_n_results;
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void add_result(const char * name, int threads, double value, const char * unit, const char * shape) {
+    if (g_n_results >= MAX_RESULTS) {
+        return;
+    }
+    struct result * r = &g_results[g_n_results++];
+    snprintf(r->name, sizeof r->name, "%s", name);
+    r->threads = threads;
+    r->value   = value;
+    r->unit    = unit;
+    snprintf(r->shape, sizeof r->shape, "%s", shape);
+}
+
+/* deterministic values in [-0.5, 0.5) */
+static float next_value(uint64_t * s) {
+    *s = *s * 6364136223846793005ull + 1442695040888963407ull;
+    return (float)((*s >> 40) * (1.0 / 16777216.0)) - 0.5f;
+}
+
+static void fill(struct ggml_tensor * t, uint64_t seed) {
+    const int64_t n = ggml_nelements(t);
+    uint64_t s = seed;
+    for (int64_t i = 0; i < n; i++) {
+        const float v = next_value(&s);
+        switch (t->type) {
+        case GGML_TYPE_F32:  ((float *)t->data)[i] = v; break;
+        case GGML_TYPE_F16:  ((ggml_fp16_t *)t->data)[i] = ggml_fp32_to_fp16(v); break;
+        case GGML_TYPE_BF16: ((ggml_bf16_t *)t->data)[i] = ggml_fp32_to_bf16(v); break;
+        default: break;
+        }
+    }
+}
+
+/* Best time of `runs` computations of gf on a pool of n_threads, after one warm-up; < 0 on failure. */
+static double time_graph(struct ggml_cgraph * gf, int n_threads, int runs) {
+    struct ggml_threadpool_params tpp = ggml_threadpool_params_default(n_threads);
+    struct ggml_threadpool * tp = ggml_threadpool_new(&tpp);
+    if (tp == NULL) {
+        fprintf(stderr, "ggml_threadpool_new failed: %s\n", ggmlx_last_error() ? ggmlx_last_error() : "?");
+        return -1.0;
+    }
+    struct ggml_cplan plan = ggml_graph_plan(gf, n_threads, tp);
+    void * work = NULL;
+    if (plan.work_size > 0) {
+        work = malloc(plan.work_size);
+        if (work == NULL) {
+            ggml_threadpool_free(tp);
+            return -1.0;
+        }
+        plan.work_data = (uint8_t *)work;
+    }
+    double best = -1.0;
+    for (int r = -1; r < runs; r++) {
+        const double t0 = now_s();
+        const enum ggml_status st = ggml_graph_compute(gf, &plan);
+        const double dt = now_s() - t0;
+        if (st != GGML_STATUS_SUCCESS) {
+            fprintf(stderr, "ggml_graph_compute failed (%d): %s\n", (int)st,
+                    ggmlx_last_error() ? ggmlx_last_error() : "?");
+            best = -1.0;
+            break;
+        }
+        if (r >= 0 && (best < 0.0 || dt < best)) {
+            best = dt;
+        }
+    }
+    free(work);
+    ggml_threadpool_free(tp);
+    return best;
+}
+
+static int bench_mul_mat(enum ggml_type type, int64_t K, int64_t N, int64_t M, int runs) {
+    const size_t mem = ggml_row_size(type, K) * (size_t)N + (size_t)(K + N) * (size_t)M * sizeof(float) +
+                       16 * ggml_tensor_overhead() + ggml_graph_overhead() + (1u << 20);
+    struct ggml_init_params ip = { mem, NULL, false };
+    struct ggml_context * ctx = ggml_init(ip);
+    if (ctx == NULL) {
+        fprintf(stderr, "ggml_init(%zu bytes) failed\n", mem);
+        return 1;
+    }
+    struct ggml_tensor * a = ggml_new_tensor_2d(ctx, type, K, N);
+    struct ggml_tensor * b = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, K, M);
+    struct ggml_tensor * c = ggml_mul_mat(ctx, a, b);
+    struct ggml_cgraph * gf = ggml_new_graph(ctx);
+    if (c == NULL || gf == NULL) {
+        fprintf(stderr, "building the mul_mat graph failed: %s\n", ggmlx_last_error() ? ggmlx_last_error() : "?");
+        ggml_free(ctx);
+        return 1;
+    }
+    ggml_build_forward_expand(gf, c);
+    fill(a, 1);
+    fill(b, 2);
+
+    char name[48], shape[64];
+    snprintf(name, sizeof name, "mul_mat_%s", ggml_type_name(type));
+    snprintf(shape, sizeof shape, "%lldx%lld * %lldx%lld", (long long)N, (long long)K, (long long)K, (long long)M);
+    const double flops = 2.0 * (double)K * (double)N * (double)M;
+    int rc = 0;
+    for (int nt = 1; nt <= 2; nt++) {
+        const double t = time_graph(gf, nt, runs);
+        if (t <= 0.0) {
+            rc = 1;
+            continue;
+        }
+        add_result(name, nt, flops / t * 1e-9, "GFLOP/s", shape);
+    }
+    ggml_free(ctx);
+    return rc;
+}
+
+static int bench_add_chain(int n_nodes, int64_t n_elems, int runs) {
+    const size_t mem = (size_t)(n_nodes + 4) * (ggml_tensor_overhead() + (size_t)n_elems * sizeof(float) + 64) +
+                       ggml_graph_overhead_custom((size_t)n_nodes + 16, false) + (1u << 20);
+    struct ggml_init_params ip = { mem, NULL, false };
+    struct ggml_context * ctx = ggml_init(ip);
+    if (ctx == NULL) {
+        fprintf(stderr, "ggml_init(%zu bytes) failed\n", mem);
+        return 1;
+    }
+    struct ggml_tensor * x = ggml_new_tensor_1d(ctx, GGML_TYPE_F32, n_elems);
+    struct ggml_tensor * y = ggml_new_tensor_1d(ctx, GGML_TYPE_F32, n_elems);
+    fill(x, 3);
+    fill(y, 4);
+    struct ggml_tensor * cur = x;
+    for (int i = 0; i < n_nodes && cur != NULL; i++) {
+        cur = ggml_add(ctx, cur, y);
+    }
+    struct ggml_cgraph * gf = cur ? ggml_new_graph_custom(ctx, (size_t)n_nodes + 16, false) : NULL;
+    if (gf == NULL) {
+        fprintf(stderr, "building the add chain failed: %s\n", ggmlx_last_error() ? ggmlx_last_error() : "?");
+        ggml_free(ctx);
+        return 1;
+    }
+    ggml_build_forward_expand(gf, cur);
+
+    char shape[64];
+    snprintf(shape, sizeof shape, "%d nodes x %lld f32", n_nodes, (long long)n_elems);
+    int rc = 0;
+    for (int nt = 1; nt <= 2; nt++) {
+        const double t = time_graph(gf, nt, runs);
+        if (t <= 0.0) {
+            rc = 1;
+            continue;
+        }
+        add_result("add_chain", nt, t / (double)n_nodes * 1e6, "us/node", shape);
+    }
+    ggml_free(ctx);
+    return rc;
+}
+
+static void print_markdown(void) {
+    printf("| benchmark | shape | threads | result |\n");
+    printf("|---|---|---:|---:|\n");
+    for (int i = 0; i < g_n_results; i++) {
+        const struct result * r = &g_results[i];
+        printf("| %s | %s | %d | %.3f %s |\n", r->name, r->shape, r->threads, r->value, r->unit);
+    }
+}
+
+static void print_json(void) {
+    printf("{\n  \"build\": \"%s\",\n  \"results\": [\n", ggmlx_build_info());
+    for (int i = 0; i < g_n_results; i++) {
+        const struct result * r = &g_results[i];
+        printf("    {\"name\": \"%s\", \"shape\": \"%s\", \"threads\": %d, \"value\": %.6g, \"unit\": \"%s\"}%s\n", r->name,
+               r->shape, r->threads, r->value, r->unit, i + 1 < g_n_results ? "," : "");
+    }
+    printf("  ]\n}\n");
+}
+
+int main(int argc, char ** argv) {
+    bool quick = false, json = false;
+    int  runs  = 5;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--quick") == 0) {
+            quick = true;
+        } else if (strcmp(argv[i], "--json") == 0) {
+            json = true;
+        } else if (strcmp(argv[i], "--runs") == 0 && i + 1 < argc) {
+            runs = atoi(argv[++i]);
+            if (runs < 1) {
+                runs = 1;
+            }
+        } else {
+            fprintf(stderr, "usage: %s [--quick] [--json] [--runs N]\n", argv[0]);
+            return 2;
+        }
+    }
+    ggml_cpu_init();
+
+    const int64_t K = quick ? 256 : 4096, N = quick ? 256 : 4096, M = quick ? 64 : 512;
+    const int     chain = quick ? 200 : 2000;
+    if (quick) {
+        runs = runs < 2 ? runs : 2;
+    }
+    int rc = 0;
+    const enum ggml_type types[] = { GGML_TYPE_F32, GGML_TYPE_F16, GGML_TYPE_BF16 };
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
+        rc |= bench_mul_mat(types[i], K, N, M, runs);
+    }
+    rc |= bench_add_chain(chain, 16, quick ? 3 : 20);
+
+    if (json) {
+        print_json();
+    } else {
+        print_markdown();
+    }
+    return rc;
+}
