@@ -1,0 +1,210 @@
+/*
+ * test-errors.c -- the error contract (DESIGN §4, docs/errors.md): bad input never aborts; it
+ * gives NULL or an error status, a message through the log callback and ggmlx_last_error(),
+ * marks the context or graph failed, and changes nothing else.
+ */
+#include <criterion/criterion.h>
+
+#include "test-util.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+
+static struct ggml_context * ctx;
+
+static void setup(void) {
+    struct ggml_init_params p = { 4 * 1024 * 1024, NULL, false };
+    ctx = ggml_init(p);
+}
+
+static void teardown(void) {
+    ggml_free(ctx);
+    ggml_log_set(NULL, NULL);
+}
+
+TestSuite(errors, .init = setup, .fini = teardown);
+
+static char g_logged[1024];
+static int  g_n_errors;
+
+static void capture_log(enum ggml_log_level level, const char * text, void * user_data) {
+    (void) user_data;
+    if (level == GGML_LOG_LEVEL_ERROR) {
+        g_n_errors++;
+        snprintf(g_logged, sizeof g_logged, "%s", text);
+    }
+}
+
+Test(errors, bad_shapes_give_null_message_and_failed_context) {
+    ggml_log_set(capture_log, NULL);
+    g_n_errors = 0;
+    struct ggml_tensor * a = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, 4, 3);
+    struct ggml_tensor * b = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, 5, 3);
+    cr_assert_null(ggml_add(ctx, a, b));
+    cr_assert_eq(g_n_errors, 1);
+    cr_assert(strstr(g_logged, "ggml_add") != NULL, "log names the function: %s", g_logged);
+    cr_assert_not_null(ggmlx_last_error());
+    cr_assert(strstr(ggmlx_last_error(), "ggml_add") != NULL);
+    cr_assert(ggmlx_context_is_failed(ctx));
+}
+
+Test(errors, mismatched_types_are_refused) {
+    struct ggml_tensor * a = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, 4, 3);
+    struct ggml_tensor * i = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, 4, 3);
+    cr_assert_null(ggml_get_rows(ctx, a, i), "row indices must be I32");
+    cr_assert(ggmlx_context_is_failed(ctx));
+}
+
+Test(errors, null_inputs_are_refused) {
+    cr_assert_null(ggml_relu(ctx, NULL));
+    cr_assert_not_null(ggmlx_last_error());
+    cr_assert_null(ggml_relu(NULL, ggml_new_tensor_1d(ctx, GGML_TYPE_F32, 2)));
+    cr_assert_null(ggml_mul_mat(ctx, NULL, NULL));
+    cr_assert_null(ggml_view_1d(ctx, NULL, 1, 0));
+}
+
+Test(errors, later_constructors_fail_after_a_failure) {
+    struct ggml_tensor * a = ggml_new_tensor_1d(ctx, GGML_TYPE_F32, 4);
+    cr_assert_null(ggml_add(ctx, a, ggml_new_tensor_1d(ctx, GGML_TYPE_F32, 3)));
+    cr_assert_null(ggml_relu(ctx, a), "a valid op on a failed context still fails");
+    cr_assert(strstr(ggmlx_last_error(), "already failed") != NULL, "%s", ggmlx_last_error());
+    cr_assert_null(ggml_new_tensor_1d(ctx, GGML_TYPE_F32, 4));
+    cr_assert_null(ggml_new_graph(ctx));
+}
+
+Test(errors, failed_optional_argument_is_not_taken_for_none) {
+    /* soft_max_ext's mask may be NULL ("none"); a mask from a failed constructor must not
+     * silently become "no mask": the context is failed, so the soft_max itself fails */
+    struct ggml_tensor * x = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, 8, 8);
+    struct ggml_tensor * bad_mask = ggml_view_2d(ctx, x, 8, 9, x->nb[1], 0); /* out of range */
+    cr_assert_null(bad_mask);
+    cr_assert_null(ggml_soft_max_ext(ctx, x, bad_mask, 1.0f, 0.0f));
+}
+
+Test(errors, graph_with_null_tensor_fails_to_compute) {
+    struct ggml_init_params p = { 1024 * 1024, NULL, false };
+    struct ggml_context * other = ggml_init(p);
+    struct ggml_cgraph * g = ggml_new_graph(other);
+    struct ggml_tensor * ok = ggml_relu(other, ggml_new_tensor_1d(other, GGML_TYPE_F32, 4));
+    ggml_build_forward_expand(g, ok);
+    ggml_build_forward_expand(g, NULL);
+    cr_assert(ggmlx_graph_is_failed(g));
+    cr_assert_eq(ggml_graph_compute_with_ctx(other, g, 1), GGML_STATUS_FAILED);
+    cr_assert_not_null(ggmlx_last_error());
+    ggml_free(other);
+}
+
+Test(errors, success_clears_last_error) {
+    cr_assert_null(ggml_relu(ctx, NULL));
+    cr_assert_not_null(ggmlx_last_error());
+    ggml_reset(ctx);
+    cr_assert_not_null(ggml_new_tensor_1d(ctx, GGML_TYPE_F32, 1));
+    cr_assert_null(ggmlx_last_error());
+    cr_assert_null(ggml_relu(ctx, NULL));
+    ggmlx_clear_last_error();
+    cr_assert_null(ggmlx_last_error());
+}
+
+static void * fail_on_other_thread(void * arg) {
+    (void) arg;
+    ggml_relu(NULL, NULL);
+    return (void *) (ggmlx_last_error() != NULL ? (intptr_t) 1 : (intptr_t) 0);
+}
+
+Test(errors, last_error_is_per_thread) {
+    ggmlx_clear_last_error();
+    pthread_t th;
+    void * had_error = NULL;
+    pthread_create(&th, NULL, fail_on_other_thread, NULL);
+    pthread_join(th, &had_error);
+    cr_assert_eq((intptr_t) had_error, 1);
+    cr_assert_null(ggmlx_last_error(), "another thread's error is not ours");
+}
+
+Test(errors, bad_tensor_creation_arguments) {
+    cr_assert_null(ggml_new_tensor_1d(ctx, (enum ggml_type) 4, 8), "removed type");
+    ggml_reset(ctx);
+    cr_assert_null(ggml_new_tensor_1d(ctx, GGML_TYPE_COUNT, 8));
+    ggml_reset(ctx);
+    cr_assert_null(ggml_new_tensor_2d(ctx, GGML_TYPE_F32, 4, -1));
+    ggml_reset(ctx);
+    const int64_t ne[5] = { 1, 1, 1, 1, 1 };
+    cr_assert_null(ggml_new_tensor(ctx, GGML_TYPE_F32, 5, ne));
+    ggml_reset(ctx);
+    cr_assert_null(ggml_new_tensor_4d(ctx, GGML_TYPE_F32, INT64_MAX / 2, 4, 4, 4), "size overflow");
+}
+
+Test(errors, context_out_of_memory_keeps_earlier_tensors_intact) {
+    struct ggml_init_params p = { 8192, NULL, false };
+    struct ggml_context * small = ggml_init(p);
+    struct ggml_tensor * a = ggml_new_tensor_1d(small, GGML_TYPE_F32, 16);
+    ggml_set_f32(a, 4.0f);
+    cr_assert_null(ggml_new_tensor_1d(small, GGML_TYPE_F32, 4096));
+    for (int i = 0; i < 16; i++) {
+        cr_assert_float_eq(ggml_get_f32_1d(a, i), 4.0f, 0);
+    }
+    ggml_free(small);
+}
+
+Test(errors, unsupported_op_fails_compute_without_writing) {
+    /* a DUP into a quantized type is a valid graph the CPU kernels do not compute */
+    struct ggml_tensor * x = ggml_new_tensor_1d(ctx, GGML_TYPE_F32, 64);
+    struct ggml_tensor * first = ggml_scale(ctx, x, 2.0f);
+    struct ggml_tensor * q = ggml_cast(ctx, first, GGML_TYPE_Q8_0);
+    cr_assert_not_null(q);
+    ggml_set_f32(x, 1.0f);
+    ggml_set_f32(first, 7.0f);
+    cr_assert_eq(tu_compute(ctx, q, 1), GGML_STATUS_FAILED);
+    cr_assert(strstr(ggmlx_last_error(), "not supported") != NULL, "%s", ggmlx_last_error());
+    cr_assert_float_eq(ggml_get_f32_1d(first, 0), 7.0f, 0, "nothing ran: the failure was found before computing");
+}
+
+Test(errors, unallocated_tensor_fails_compute) {
+    struct ggml_init_params p = { 1024 * 1024, NULL, true };
+    struct ggml_context * meta = ggml_init(p);
+    struct ggml_tensor * x = ggml_new_tensor_1d(meta, GGML_TYPE_F32, 4);
+    struct ggml_tensor * y = ggml_relu(meta, x);
+    struct ggml_cgraph * g = ggml_new_graph(meta);
+    ggml_build_forward_expand(g, y);
+    cr_assert_eq(ggml_graph_compute_with_ctx(meta, g, 1), GGML_STATUS_FAILED);
+    cr_assert(strstr(ggmlx_last_error(), "no data") != NULL, "%s", ggmlx_last_error());
+    ggml_free(meta);
+}
+
+Test(errors, plan_without_work_buffer_fails) {
+    struct ggml_tensor * a = ggml_new_tensor_2d(ctx, GGML_TYPE_F16, 64, 64);
+    struct ggml_tensor * b = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, 64, 64);
+    struct ggml_tensor * c = ggml_sum(ctx, ggml_mul_mat(ctx, a, b));
+    struct ggml_cgraph * g = ggml_new_graph(ctx);
+    ggml_build_forward_expand(g, c);
+    struct ggml_cplan plan = ggml_graph_plan(g, 2, NULL);
+    if (plan.work_size == 0) {
+        cr_skip_test("this graph needs no work buffer with the current kernels");
+    }
+    cr_assert_eq(ggml_graph_compute(g, &plan), GGML_STATUS_FAILED);
+    cr_assert_not_null(ggmlx_last_error());
+    cr_assert_eq(ggml_graph_compute(NULL, &plan), GGML_STATUS_FAILED);
+    cr_assert_eq(ggml_graph_compute(g, NULL), GGML_STATUS_FAILED);
+}
+
+Test(errors, null_handles_in_queries_do_not_crash) {
+    cr_assert_eq(ggml_nelements(NULL), 0);
+    cr_assert_eq(ggml_nbytes(NULL), 0);
+    cr_assert_null(ggml_get_name(NULL));
+    cr_assert_eq(ggml_graph_n_nodes(NULL), 0);
+    cr_assert_null(ggml_graph_node(NULL, 0));
+    cr_assert_null(ggml_get_tensor(NULL, "x"));
+    cr_assert_null(ggml_set_zero(NULL));
+    ggml_set_name(NULL, "x");
+    ggml_set_input(NULL);
+    ggml_build_forward_expand(NULL, NULL);
+    ggml_graph_print(NULL);
+    cr_assert_eq(ggml_used_mem(NULL), 0);
+    ggml_reset(NULL);
+}
+
+Test(errors, on_error_abort_restores_upstream_behaviour, .signal = SIGABRT) {
+    setenv("GGMLX_ON_ERROR", "abort", 1);
+    ggml_relu(ctx, NULL);
+}
