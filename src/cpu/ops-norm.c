@@ -40,18 +40,18 @@ static void norm_rows(const struct ggmlx_cpu_params * params, struct ggml_tensor
             sq += v * v;
         }
         const double var   = ne0 > 0 ? sq / (double)ne0 : 0.0;
-        const float  scale = (float)(1.0 / sqrt(var + (double)eps));
-        const float  fmean = (float)mean;
+        const double scale = 1.0 / sqrt(var + (double)eps);
 
+        /* the mean stays in double: rounded to float it could be off by more than the spread */
         if (fast) {
             const float * x = (const float *)s;
             float       * y = (float *)d;
             for (int64_t i = 0; i < ne0; i++) {
-                y[i] = (x[i] - fmean) * scale;
+                y[i] = (float)(((double)x[i] - mean) * scale);
             }
         } else {
             for (int64_t i = 0; i < ne0; i++) {
-                *(float *)(d + i * dnb0) = (*(const float *)(s + i * snb0) - fmean) * scale;
+                *(float *)(d + i * dnb0) = (float)(((double)*(const float *)(s + i * snb0) - mean) * scale);
             }
         }
     }
