@@ -25,6 +25,9 @@ static inline int32_t f32_to_i32_sat(float f) {
 /* n elements from ps (stride ss bytes, type ts) to pd (stride sd, type td) */
 static void convert_run(enum ggml_type td, char * pd, size_t sd, enum ggml_type ts, const char * ps, size_t ss, int64_t n) {
     if (td == ts) {
+        if (pd == ps && sd == ss) {
+            return; /* copying a tensor onto itself (ggml_dup_inplace) */
+        }
         const size_t es = ggml_type_size(td);
         if (sd == es && ss == es) {
             memmove(pd, ps, (size_t) n * es);
