@@ -289,6 +289,21 @@ Test(unary, rejects_unimplemented_unary_ops) {
     }
 }
 
+/* a graph edited (or made by a newer ggml) to hold an op this build lacks fails at compute time */
+Test(unary, unknown_op_in_graph_fails_compute) {
+    struct to_env e;
+    to_begin(&e);
+    struct ggml_tensor * a = to_new(&e, GGML_TYPE_F32, 8, 2, 1, 1);
+    memset(a->data, 0, ggml_nbytes(a));
+    struct ggml_tensor * r = to_alloc(&e, ggml_relu(e.ctx, a));
+    r->op_params[0] = GGML_UNARY_OP_SGN;
+    cr_assert_eq(tu_compute(e.ctx, r, 1), GGML_STATUS_FAILED);
+    struct ggml_tensor * g = to_alloc(&e, ggml_swiglu(e.ctx, a));
+    g->op_params[0] = GGML_GLU_OP_SWIGLU_OAI;
+    cr_assert_eq(tu_compute(e.ctx, g, 1), GGML_STATUS_FAILED);
+    to_end(&e);
+}
+
 Test(unary, failed_context_stays_failed) {
     struct ggml_context * ctx = to_small_ctx();
     struct ggml_tensor * a = ggml_new_tensor_1d(ctx, GGML_TYPE_F32, 8);
@@ -418,8 +433,33 @@ Test(glu, multithreaded_large) {
 }
 
 Test(glu, rejects_bad_arguments) {
-    struct ggml_context * ctx = to_small_ctx();
-    to_expect_rejected(ctx, ggml_swiglu(ctx, NULL), "ggml_swiglu");
+    struct ggml_context * ctx;
+    const struct {
+        const char * name;
+        struct ggml_tensor * (*make)(struct ggml_context *, struct ggml_tensor *);
+    } one[] = { { "ggml_geglu", ggml_geglu }, { "ggml_geglu_swapped", ggml_geglu_swapped },
+                { "ggml_swiglu", ggml_swiglu }, { "ggml_swiglu_swapped", ggml_swiglu_swapped } };
+    for (int k = 0; k < 4; k++) {
+        ctx = to_small_ctx();
+        to_expect_rejected(ctx, one[k].make(ctx, NULL), one[k].name);
+        ggml_free(ctx);
+    }
+    const struct {
+        const char * name;
+        struct ggml_tensor * (*make)(struct ggml_context *, struct ggml_tensor *, struct ggml_tensor *);
+    } two[] = { { "ggml_geglu_split", ggml_geglu_split }, { "ggml_swiglu_split", ggml_swiglu_split } };
+    for (int k = 0; k < 2; k++) {
+        ctx = to_small_ctx();
+        struct ggml_tensor * x = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, 8, 2);
+        to_expect_rejected(ctx, two[k].make(ctx, x, NULL), two[k].name);
+        ggml_free(ctx);
+        ctx = to_small_ctx();
+        x = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, 8, 2);
+        to_expect_rejected(ctx, two[k].make(ctx, NULL, x), two[k].name);
+        ggml_free(ctx);
+    }
+    ctx = to_small_ctx();
+    to_expect_rejected(ctx, ggml_glu(ctx, NULL, GGML_GLU_OP_REGLU, true), "ggml_glu");
     ggml_free(ctx);
 
     ctx = to_small_ctx();
