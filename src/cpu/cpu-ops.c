@@ -82,7 +82,10 @@ int ggmlx_cpu_n_tasks(const struct ggml_tensor * node, int n_threads) {
     if (node->op == GGML_OP_MUL_MAT) {
         return n_threads;
     }
-    const int64_t n = ggml_nelements(node->src[0] ? node->src[0] : node);
+    /* reductions read far more than they write; everything else costs about its output */
+    const bool reduces = node->op == GGML_OP_SUM || node->op == GGML_OP_SUM_ROWS || node->op == GGML_OP_MEAN ||
+                         node->op == GGML_OP_ARGMAX;
+    const int64_t n = ggml_nelements(reduces ? node->src[0] : node);
     if (n < 4096) {
         return 1;
     }
