@@ -1,0 +1,592 @@
+/*
+ * ggml-demo.c -- a first look at ggmlx: three small graphs computed on the CPU, each checked
+ * against a double-precision reference written independently in demo-ref.h.
+ *
+ *   relu     the classic first ggml program: 100 values through ggml_relu
+ *   mlp      x [64, batch 8] -> 64x128 (F16 weights) + b1 -> GELU -> 128x10 (F32) + b2 -> softmax
+ *   decoder  one llama-style transformer block: RMSNorm, Q/K/V projections, RoPE, causal
+ *            multi-head attention, output projection, residual, RMSNorm, SwiGLU, residual
+ *
+ * usage: ggml-demo [--seed N] [--threads N] [--json]
+ * Exit status 0 when every check passes, 1 otherwise.
+ *
+ * Inputs and weights are random but fixed by the seed. Every constructor result is checked: on
+ * bad input ggmlx returns NULL and explains why in ggmlx_last_error() (it never aborts).
+ * tests/test-demo.c includes this file with GGMLX_DEMO_NO_MAIN defined and calls the checks.
+ */
+#include "ggml.h"
+#include "ggml-cpu.h"
+#include "ggmlx.h"
+
+#include "demo-ref.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DEMO_DEFAULT_SEED    42
+#define DEMO_DEFAULT_THREADS 2
+
+/* the MLP */
+#define MLP_IN     64
+#define MLP_HIDDEN 128
+#define MLP_OUT    10
+#define MLP_BATCH  8
+
+/* the decoder block */
+#define N_EMBD    64
+#define N_HEAD    4
+#define HEAD_DIM  (N_EMBD / N_HEAD)
+#define N_FF      128
+#define N_TOKENS  8
+#define NORM_EPS  1e-5f
+#define ROPE_BASE 10000.0f
+
+struct demo_options {
+    uint64_t seed;
+    int      n_threads;
+    size_t   mem_size; /* bytes for each check's context; 0: enough for n_threads */
+    /* For tests: called after the inputs and weights are set and the reference is computed,
+     * just before the graph runs, with the check's context (tensors can be found by name). */
+    void (*tamper)(struct ggml_context * ctx, void * data);
+    void * tamper_data;
+};
+
+enum demo_status { DEMO_PASSED, DEMO_FAILED, DEMO_ERROR };
+
+struct demo_result {
+    const char *     name;              /* "relu", "mlp", "decoder" */
+    const char *     title;             /* for the report */
+    enum demo_status status;
+    double           max_abs_err;
+    double           max_rel_err;       /* max_abs_err over the largest |reference value| */
+    double           limit;             /* on max_rel_err if limit_is_relative, else on max_abs_err */
+    bool             limit_is_relative;
+    double           ms;                /* the graph computation alone */
+    char             error[768];        /* DEMO_ERROR: what failed and ggmlx_last_error() */
+};
+
+static const char * demo_status_name(enum demo_status s) {
+    switch (s) {
+    case DEMO_PASSED: return "OK";
+    case DEMO_FAILED: return "FAIL";
+    default:          return "ERROR";
+    }
+}
+
+/* ---- helpers ----------------------------------------------------------------------------------- */
+
+/* splitmix64: tiny, and the same numbers on every platform */
+struct demo_rng {
+    uint64_t state;
+};
+
+static struct demo_rng demo_rng_new(uint64_t seed, uint64_t stream) {
+    /* one stream per check, so each check's data does not depend on which others ran */
+    struct demo_rng r = { seed * 0x9e3779b97f4a7c15ull ^ (stream + 1) * 0xd1b54a32d192ed03ull };
+    return r;
+}
+
+static uint64_t demo_next(struct demo_rng * r) {
+    uint64_t z = (r->state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static float demo_uniform(struct demo_rng * r, float lo, float hi) {
+    return lo + (hi - lo) * (float) ((double) (demo_next(r) >> 11) * 0x1.0p-53);
+}
+
+static void demo_begin(struct demo_result * res, const char * name, const char * title, double limit,
+                       bool limit_is_relative) {
+    memset(res, 0, sizeof *res);
+    res->name              = name;
+    res->title             = title;
+    res->status            = DEMO_PASSED;
+    res->limit             = limit;
+    res->limit_is_relative = limit_is_relative;
+}
+
+/* Records the first failure of a check (with the library's explanation) and passes p through. */
+static void * demo_take(struct demo_result * res, void * p, const char * expr) {
+    if (p == NULL && res->status != DEMO_ERROR) {
+        const char * why = ggmlx_last_error();
+        res->status = DEMO_ERROR;
+        snprintf(res->error, sizeof res->error, "%s failed: %s", expr, why ? why : "(no message)");
+    }
+    return p;
+}
+
+/*
+ * TRY(ggml_xxx(ctx, ...)): the result, with a NULL recorded in res. A failed constructor also
+ * marks its context, so the constructors after it fail too and the graph is never computed.
+ */
+#define TRY(expr) demo_take(res, (expr), #expr)
+
+static struct ggml_context * demo_context(const struct demo_options * opt, struct demo_result * res) {
+    /* The work buffer of ggml_graph_compute_with_ctx comes from the same memory and grows
+     * with the thread count (a packing panel per thread for the matrix products). */
+    const size_t mem = opt->mem_size ? opt->mem_size : (size_t) (8 << 20) + (size_t) opt->n_threads * (512 << 10);
+    struct ggml_init_params params = { mem, NULL, false };
+    return TRY(ggml_init(params));
+}
+
+static struct ggml_tensor * demo_new(struct ggml_context * ctx, struct demo_result * res, enum ggml_type type,
+                                     int64_t ne0, int64_t ne1, const char * name) {
+    struct ggml_tensor * t = TRY(ggml_new_tensor_2d(ctx, type, ne0, ne1));
+    if (t != NULL) {
+        ggml_set_name(t, name);
+    }
+    return t;
+}
+
+/* uniform random values in [lo, hi), rounded to t's type (F32, F16 or BF16) as they are stored */
+static void demo_fill(struct ggml_tensor * t, struct demo_rng * r, float lo, float hi) {
+    for (int i = 0; i < (int) ggml_nelements(t); i++) {
+        ggml_set_f32_1d(t, i, demo_uniform(r, lo, hi));
+    }
+}
+
+/* t's values as the graph will see them, as doubles, in ctx's memory (freed with ctx) */
+static double * demo_values(struct ggml_context * ctx, struct demo_result * res, const struct ggml_tensor * t) {
+    const int n = (int) ggml_nelements(t);
+    double * v = TRY(ggml_new_buffer(ctx, sizeof(double) * (size_t) n));
+    for (int i = 0; v != NULL && i < n; i++) {
+        v[i] = ggml_get_f32_1d(t, i);
+    }
+    return v;
+}
+
+/* Runs the graph (after the test hook), timed, and compares out with the reference want. */
+static void demo_run(const struct demo_options * opt, struct demo_result * res, struct ggml_context * ctx,
+                     struct ggml_cgraph * gf, const struct ggml_tensor * out, const double * want) {
+    if (opt->tamper != NULL) {
+        opt->tamper(ctx, opt->tamper_data);
+    }
+
+    const int64_t t0 = ggml_time_us();
+    const enum ggml_status st = ggml_graph_compute_with_ctx(ctx, gf, opt->n_threads);
+    res->ms = (double) (ggml_time_us() - t0) / 1000.0;
+    if (st != GGML_STATUS_SUCCESS) {
+        const char * why = ggmlx_last_error();
+        res->status = DEMO_ERROR;
+        snprintf(res->error, sizeof res->error, "ggml_graph_compute_with_ctx: %s%s%s", ggml_status_to_string(st),
+                 why ? ": " : "", why ? why : "");
+        return;
+    }
+
+    double max_err = 0.0, max_ref = 0.0;
+    for (int i = 0; i < (int) ggml_nelements(out); i++) {
+        const double got = ggml_get_f32_1d(out, i);
+        const double err = isnan(got) ? INFINITY : fabs(got - want[i]);
+        max_err = err > max_err ? err : max_err;
+        max_ref = fabs(want[i]) > max_ref ? fabs(want[i]) : max_ref;
+    }
+    res->max_abs_err = max_err;
+    res->max_rel_err = max_ref > 0.0 ? max_err / max_ref : max_err;
+    const double measured = res->limit_is_relative ? res->max_rel_err : res->max_abs_err;
+    res->status = measured <= res->limit ? DEMO_PASSED : DEMO_FAILED;
+}
+
+/* ---- 1. relu: the project's seed example -------------------------------------------------------- */
+
+void demo_relu(const struct demo_options * opt, struct demo_result * res) {
+    demo_begin(res, "relu", "relu (100 values)", 0.0, false); /* max(x, 0) is exact */
+    struct ggml_context * ctx = demo_context(opt, res);
+    if (ctx == NULL) {
+        return;
+    }
+    struct demo_rng rng = demo_rng_new(opt->seed, 1);
+
+    struct ggml_tensor * x = demo_new(ctx, res, GGML_TYPE_F32, 100, 1, "x");
+    if (x == NULL) {
+        goto done;
+    }
+    demo_fill(x, &rng, -1.0f, 1.0f);
+
+    struct ggml_tensor * y  = TRY(ggml_relu(ctx, x));
+    struct ggml_cgraph * gf = TRY(ggml_new_graph(ctx));
+    if (res->status == DEMO_ERROR) {
+        goto done;
+    }
+    ggml_build_forward_expand(gf, y);
+
+    double * want = TRY(ggml_new_buffer(ctx, 100 * sizeof(double)));
+    if (want == NULL) {
+        goto done;
+    }
+    for (int i = 0; i < 100; i++) {
+        const double v = ggml_get_f32_1d(x, i);
+        want[i] = v > 0.0 ? v : 0.0;
+    }
+    demo_run(opt, res, ctx, gf, y, want);
+done:
+    ggml_free(ctx);
+}
+
+/* ---- 2. a two-layer perceptron ------------------------------------------------------------------ */
+
+struct mlp {
+    struct ggml_tensor * w1; /* F16 [MLP_IN, MLP_HIDDEN] */
+    struct ggml_tensor * b1; /* F32 [MLP_HIDDEN] */
+    struct ggml_tensor * w2; /* F32 [MLP_HIDDEN, MLP_OUT] */
+    struct ggml_tensor * b2; /* F32 [MLP_OUT] */
+};
+
+/* x: [MLP_IN, MLP_BATCH] -> class probabilities [MLP_OUT, MLP_BATCH] */
+static struct ggml_tensor * mlp_forward(struct ggml_context * ctx, struct demo_result * res, const struct mlp * m,
+                                        struct ggml_tensor * x) {
+    struct ggml_tensor * h = TRY(ggml_mul_mat(ctx, m->w1, x));
+    h = TRY(ggml_add(ctx, h, m->b1)); /* b1 is broadcast over the batch */
+    h = TRY(ggml_gelu(ctx, h));
+
+    struct ggml_tensor * logits = TRY(ggml_mul_mat(ctx, m->w2, h));
+    logits = TRY(ggml_add(ctx, logits, m->b2));
+    return TRY(ggml_soft_max(ctx, logits));
+}
+
+void demo_mlp(const struct demo_options * opt, struct demo_result * res) {
+    demo_begin(res, "mlp", "mlp 64-128-10 (batch 8)", 1e-3, false);
+    struct ggml_context * ctx = demo_context(opt, res);
+    if (ctx == NULL) {
+        return;
+    }
+    struct demo_rng rng = demo_rng_new(opt->seed, 2);
+
+    struct mlp m;
+    struct ggml_tensor * x = demo_new(ctx, res, GGML_TYPE_F32, MLP_IN, MLP_BATCH, "x");
+    m.w1 = demo_new(ctx, res, GGML_TYPE_F16, MLP_IN, MLP_HIDDEN, "fc1.weight");
+    m.b1 = demo_new(ctx, res, GGML_TYPE_F32, MLP_HIDDEN, 1, "fc1.bias");
+    m.w2 = demo_new(ctx, res, GGML_TYPE_F32, MLP_HIDDEN, MLP_OUT, "fc2.weight");
+    m.b2 = demo_new(ctx, res, GGML_TYPE_F32, MLP_OUT, 1, "fc2.bias");
+    if (res->status == DEMO_ERROR) {
+        goto done;
+    }
+    /* weights scaled by 1/sqrt(fan-in), so every layer's outputs stay of order 1 */
+    demo_fill(x, &rng, -1.0f, 1.0f);
+    demo_fill(m.w1, &rng, -0.125f, 0.125f);
+    demo_fill(m.b1, &rng, -0.1f, 0.1f);
+    demo_fill(m.w2, &rng, -0.25f, 0.25f);
+    demo_fill(m.b2, &rng, -0.1f, 0.1f);
+
+    struct ggml_tensor * probs = mlp_forward(ctx, res, &m, x);
+    struct ggml_cgraph * gf    = TRY(ggml_new_graph(ctx));
+    if (res->status == DEMO_ERROR) {
+        goto done;
+    }
+    ggml_build_forward_expand(gf, probs);
+
+    const struct ref_mlp ref = {
+        MLP_IN, MLP_HIDDEN, MLP_OUT, MLP_BATCH,
+        demo_values(ctx, res, m.w1), demo_values(ctx, res, m.b1),
+        demo_values(ctx, res, m.w2), demo_values(ctx, res, m.b2),
+    };
+    const double * xs   = demo_values(ctx, res, x);
+    double *       want = TRY(ggml_new_buffer(ctx, MLP_OUT * MLP_BATCH * sizeof(double)));
+    if (res->status == DEMO_ERROR) {
+        goto done;
+    }
+    if (!ref_mlp_forward(&ref, xs, want)) {
+        res->status = DEMO_ERROR;
+        snprintf(res->error, sizeof res->error, "out of memory for the reference");
+        goto done;
+    }
+    demo_run(opt, res, ctx, gf, probs, want);
+done:
+    ggml_free(ctx);
+}
+
+/* ---- 3. a llama-style transformer decoder block -------------------------------------------------- */
+
+struct block {
+    struct ggml_tensor * attn_norm;          /* F32  [N_EMBD] */
+    struct ggml_tensor * wq, * wk, * wv, * wo; /* F16  [N_EMBD, N_EMBD] */
+    struct ggml_tensor * ffn_norm;           /* F32  [N_EMBD] */
+    struct ggml_tensor * ffn_gate, * ffn_up; /* BF16 [N_EMBD, N_FF] */
+    struct ggml_tensor * ffn_down;           /* BF16 [N_FF, N_EMBD] */
+};
+
+/*
+ * x: [N_EMBD, N_TOKENS]; pos: I32 [N_TOKENS]; mask: F32 [N_TOKENS (keys), N_TOKENS (queries)],
+ * 0 where a query may see a key and -INF where it may not.
+ */
+static struct ggml_tensor * block_forward(struct ggml_context * ctx, struct demo_result * res, const struct block * w,
+                                          struct ggml_tensor * x, struct ggml_tensor * pos, struct ggml_tensor * mask) {
+    struct ggml_tensor * cur = TRY(ggml_rms_norm(ctx, x, NORM_EPS));
+    cur = TRY(ggml_mul(ctx, cur, w->attn_norm));
+
+    struct ggml_tensor * q = TRY(ggml_mul_mat(ctx, w->wq, cur));
+    struct ggml_tensor * k = TRY(ggml_mul_mat(ctx, w->wk, cur));
+    struct ggml_tensor * v = TRY(ggml_mul_mat(ctx, w->wv, cur));
+
+    /* split each token's row into heads: [HEAD_DIM, N_HEAD, N_TOKENS] */
+    q = TRY(ggml_reshape_3d(ctx, q, HEAD_DIM, N_HEAD, N_TOKENS));
+    k = TRY(ggml_reshape_3d(ctx, k, HEAD_DIM, N_HEAD, N_TOKENS));
+    v = TRY(ggml_reshape_3d(ctx, v, HEAD_DIM, N_HEAD, N_TOKENS));
+
+    /* no YaRN: freq_scale 1, ext_factor 0, attn_factor 1 */
+    q = TRY(ggml_rope_ext(ctx, q, pos, NULL, HEAD_DIM, GGML_ROPE_TYPE_NEOX, 0, ROPE_BASE, 1.0f, 0.0f, 1.0f, 32.0f, 1.0f));
+    k = TRY(ggml_rope_ext(ctx, k, pos, NULL, HEAD_DIM, GGML_ROPE_TYPE_NEOX, 0, ROPE_BASE, 1.0f, 0.0f, 1.0f, 32.0f, 1.0f));
+
+    /* heads become the batch dim (views, nothing is copied): [HEAD_DIM, N_TOKENS, N_HEAD] */
+    q = TRY(ggml_permute(ctx, q, 0, 2, 1, 3));
+    k = TRY(ggml_permute(ctx, k, 0, 2, 1, 3));
+
+    /* scores for every (key, query) pair of each head: [N_TOKENS, N_TOKENS, N_HEAD] */
+    struct ggml_tensor * kq = TRY(ggml_mul_mat(ctx, k, q));
+    kq = TRY(ggml_soft_max_ext(ctx, kq, mask, 1.0f / sqrtf((float) HEAD_DIM), 0.0f));
+
+    /* V with the tokens along dim 0, [N_TOKENS, HEAD_DIM, N_HEAD], so mul_mat sums over keys */
+    struct ggml_tensor * vt = TRY(ggml_permute(ctx, v, 1, 2, 0, 3));
+    vt = TRY(ggml_cont(ctx, vt));
+    struct ggml_tensor * kqv = TRY(ggml_mul_mat(ctx, vt, kq)); /* [HEAD_DIM, N_TOKENS, N_HEAD] */
+
+    /* heads side by side again: [N_EMBD, N_TOKENS] */
+    cur = TRY(ggml_permute(ctx, kqv, 0, 2, 1, 3));
+    cur = TRY(ggml_cont_2d(ctx, cur, N_EMBD, N_TOKENS));
+    cur = TRY(ggml_mul_mat(ctx, w->wo, cur));
+    struct ggml_tensor * h = TRY(ggml_add(ctx, x, cur));
+
+    cur = TRY(ggml_rms_norm(ctx, h, NORM_EPS));
+    cur = TRY(ggml_mul(ctx, cur, w->ffn_norm));
+    struct ggml_tensor * gate = TRY(ggml_mul_mat(ctx, w->ffn_gate, cur));
+    struct ggml_tensor * up   = TRY(ggml_mul_mat(ctx, w->ffn_up, cur));
+    cur = TRY(ggml_swiglu_split(ctx, gate, up)); /* silu(gate) * up */
+    cur = TRY(ggml_mul_mat(ctx, w->ffn_down, cur));
+    return TRY(ggml_add(ctx, h, cur));
+}
+
+void demo_decoder(const struct demo_options * opt, struct demo_result * res) {
+    demo_begin(res, "decoder", "decoder block (8 tokens)", 2e-3, true);
+    struct ggml_context * ctx = demo_context(opt, res);
+    if (ctx == NULL) {
+        return;
+    }
+    struct demo_rng rng = demo_rng_new(opt->seed, 3);
+
+    struct block w;
+    struct ggml_tensor * x    = demo_new(ctx, res, GGML_TYPE_F32, N_EMBD, N_TOKENS, "x");
+    struct ggml_tensor * pos  = demo_new(ctx, res, GGML_TYPE_I32, N_TOKENS, 1, "pos");
+    struct ggml_tensor * mask = demo_new(ctx, res, GGML_TYPE_F32, N_TOKENS, N_TOKENS, "kq_mask");
+    w.attn_norm = demo_new(ctx, res, GGML_TYPE_F32, N_EMBD, 1, "attn_norm");
+    w.wq        = demo_new(ctx, res, GGML_TYPE_F16, N_EMBD, N_EMBD, "attn_q");
+    w.wk        = demo_new(ctx, res, GGML_TYPE_F16, N_EMBD, N_EMBD, "attn_k");
+    w.wv        = demo_new(ctx, res, GGML_TYPE_F16, N_EMBD, N_EMBD, "attn_v");
+    w.wo        = demo_new(ctx, res, GGML_TYPE_F16, N_EMBD, N_EMBD, "attn_output");
+    w.ffn_norm  = demo_new(ctx, res, GGML_TYPE_F32, N_EMBD, 1, "ffn_norm");
+    w.ffn_gate  = demo_new(ctx, res, GGML_TYPE_BF16, N_EMBD, N_FF, "ffn_gate");
+    w.ffn_up    = demo_new(ctx, res, GGML_TYPE_BF16, N_EMBD, N_FF, "ffn_up");
+    w.ffn_down  = demo_new(ctx, res, GGML_TYPE_BF16, N_FF, N_EMBD, "ffn_down");
+    if (res->status == DEMO_ERROR) {
+        goto done;
+    }
+
+    demo_fill(x, &rng, -1.0f, 1.0f);
+    int positions[N_TOKENS];
+    for (int t = 0; t < N_TOKENS; t++) {
+        positions[t] = t;
+        ggml_set_i32_1d(pos, t, t);
+        for (int j = 0; j < N_TOKENS; j++) { /* causal: query t sees keys 0..t */
+            ggml_set_f32_nd(mask, j, t, 0, 0, j <= t ? 0.0f : -INFINITY);
+        }
+    }
+    demo_fill(w.attn_norm, &rng, 0.8f, 1.2f);
+    demo_fill(w.wq, &rng, -0.25f, 0.25f); /* larger than 1/sqrt(fan-in): sharper attention */
+    demo_fill(w.wk, &rng, -0.25f, 0.25f);
+    demo_fill(w.wv, &rng, -0.125f, 0.125f);
+    demo_fill(w.wo, &rng, -0.125f, 0.125f);
+    demo_fill(w.ffn_norm, &rng, 0.8f, 1.2f);
+    demo_fill(w.ffn_gate, &rng, -0.125f, 0.125f);
+    demo_fill(w.ffn_up, &rng, -0.125f, 0.125f);
+    demo_fill(w.ffn_down, &rng, -0.09f, 0.09f);
+
+    struct ggml_tensor * out = block_forward(ctx, res, &w, x, pos, mask);
+    struct ggml_cgraph * gf  = TRY(ggml_new_graph(ctx));
+    if (res->status == DEMO_ERROR) {
+        goto done;
+    }
+    ggml_build_forward_expand(gf, out);
+
+    const struct ref_block ref = {
+        N_EMBD, N_HEAD, N_FF, N_TOKENS, NORM_EPS, ROPE_BASE, positions,
+        demo_values(ctx, res, w.attn_norm),
+        demo_values(ctx, res, w.wq), demo_values(ctx, res, w.wk),
+        demo_values(ctx, res, w.wv), demo_values(ctx, res, w.wo),
+        demo_values(ctx, res, w.ffn_norm),
+        demo_values(ctx, res, w.ffn_gate), demo_values(ctx, res, w.ffn_up),
+        demo_values(ctx, res, w.ffn_down),
+    };
+    const double * xs   = demo_values(ctx, res, x);
+    double *       want = TRY(ggml_new_buffer(ctx, N_EMBD * N_TOKENS * sizeof(double)));
+    if (res->status == DEMO_ERROR) {
+        goto done;
+    }
+    if (!ref_block_forward(&ref, xs, want)) {
+        res->status = DEMO_ERROR;
+        snprintf(res->error, sizeof res->error, "out of memory for the reference");
+        goto done;
+    }
+    demo_run(opt, res, ctx, gf, out, want);
+done:
+    ggml_free(ctx);
+}
+
+/* ---- the program ---------------------------------------------------------------------------------- */
+
+#ifndef GGMLX_DEMO_NO_MAIN
+
+#define DEMO_N_CHECKS 3
+
+static void (*const demo_checks[DEMO_N_CHECKS])(const struct demo_options *, struct demo_result *) = {
+    demo_relu, demo_mlp, demo_decoder,
+};
+
+static void print_text(const struct demo_result * r) {
+    if (r->status == DEMO_ERROR) {
+        printf("%-28s %-5s %s\n", r->title, demo_status_name(r->status), r->error);
+        return;
+    }
+    printf("%-28s %-5s max|err| = %-9.3g %8.2f ms", r->title, demo_status_name(r->status), r->max_abs_err, r->ms);
+    if (r->limit_is_relative) {
+        printf("   rel %.3g (limit %g)\n", r->max_rel_err, r->limit);
+    } else if (r->limit == 0.0) {
+        printf("   (exact)\n");
+    } else {
+        printf("   (limit %g)\n", r->limit);
+    }
+}
+
+static void print_json_string(const char * s) {
+    putchar('"');
+    for (; s != NULL && *s != '\0'; s++) {
+        const unsigned char c = (unsigned char) *s;
+        if (c == '"' || c == '\\') {
+            printf("\\%c", c);
+        } else if (c < 0x20) {
+            printf("\\u%04x", c);
+        } else {
+            putchar(c);
+        }
+    }
+    putchar('"');
+}
+
+/* JSON has no infinities or NaN */
+static void print_json_number(double v) {
+    if (isfinite(v)) {
+        printf("%.6g", v);
+    } else {
+        printf("null");
+    }
+}
+
+static void print_json(const struct demo_options * opt, const struct demo_result * r, int n, int passed) {
+    printf("{\n  \"build_info\": ");
+    print_json_string(ggmlx_build_info());
+    printf(",\n  \"backend\": \"CPU\",\n  \"seed\": %" PRIu64 ",\n  \"threads\": %d,\n  \"checks\": [\n",
+           opt->seed, opt->n_threads);
+    for (int i = 0; i < n; i++) {
+        printf("    {\"name\": \"%s\", \"title\": ", r[i].name);
+        print_json_string(r[i].title);
+        printf(", \"status\": \"%s\", \"max_abs_err\": ", demo_status_name(r[i].status));
+        print_json_number(r[i].max_abs_err);
+        printf(", \"max_rel_err\": ");
+        print_json_number(r[i].max_rel_err);
+        printf(", \"limit\": ");
+        print_json_number(r[i].limit);
+        printf(", \"limit_on\": \"%s\", \"ms\": ", r[i].limit_is_relative ? "max_rel_err" : "max_abs_err");
+        print_json_number(r[i].ms);
+        printf(", \"error\": ");
+        if (r[i].status == DEMO_ERROR) {
+            print_json_string(r[i].error);
+        } else {
+            printf("null");
+        }
+        printf("}%s\n", i + 1 < n ? "," : "");
+    }
+    printf("  ],\n  \"passed\": %d,\n  \"total\": %d,\n  \"ok\": %s\n}\n", passed, n, passed == n ? "true" : "false");
+}
+
+static void usage(FILE * f) {
+    fprintf(f, "usage: ggml-demo [--seed N] [--threads N] [--json]\n"
+               "  --seed N     seed of the random inputs and weights (default %d)\n"
+               "  --threads N  CPU threads, 1..%d (default %d)\n"
+               "  --json       print the report as JSON\n"
+               "Exit status 0 when every check passes, 1 otherwise.\n",
+            DEMO_DEFAULT_SEED, GGML_MAX_N_THREADS, DEMO_DEFAULT_THREADS);
+}
+
+/* the whole of s as an unsigned number no larger than max */
+static bool parse_uint(const char * s, uint64_t max, uint64_t * out) {
+    if (s == NULL || *s < '0' || *s > '9') {
+        return false;
+    }
+    char * end;
+    const unsigned long long v = strtoull(s, &end, 10);
+    if (*end != '\0' || v > max) {
+        return false;
+    }
+    *out = v;
+    return true;
+}
+
+int main(int argc, char ** argv) {
+    struct demo_options opt = { DEMO_DEFAULT_SEED, DEMO_DEFAULT_THREADS, 0, NULL, NULL };
+    bool json = false;
+
+    for (int i = 1; i < argc; i++) {
+        uint64_t v;
+        if (strcmp(argv[i], "--json") == 0) {
+            json = true;
+        } else if (strcmp(argv[i], "--seed") == 0 && i + 1 < argc && parse_uint(argv[i + 1], UINT64_MAX, &v)) {
+            opt.seed = v;
+            i++;
+        } else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc && parse_uint(argv[i + 1], GGML_MAX_N_THREADS, &v) &&
+                   v >= 1) {
+            opt.n_threads = (int) v;
+            i++;
+        } else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+            usage(stdout);
+            return 0;
+        } else {
+            fprintf(stderr, "ggml-demo: bad argument '%s'%s\n", argv[i],
+                    strcmp(argv[i], "--seed") == 0 || strcmp(argv[i], "--threads") == 0 ? " (missing or bad value)" : "");
+            usage(stderr);
+            return 1;
+        }
+    }
+
+    if (!json) {
+        printf("%s\n", ggmlx_build_info());
+        printf("seed %" PRIu64 " (--seed N to change), %d threads, CPU\n", opt.seed, opt.n_threads);
+        fflush(stdout);
+    }
+
+    struct demo_result results[DEMO_N_CHECKS];
+    int passed = 0;
+    for (int i = 0; i < DEMO_N_CHECKS; i++) {
+        demo_checks[i](&opt, &results[i]);
+        passed += results[i].status == DEMO_PASSED;
+        if (!json) {
+            print_text(&results[i]);
+            fflush(stdout);
+        }
+    }
+
+    if (json) {
+        print_json(&opt, results, DEMO_N_CHECKS, passed);
+    } else if (passed == DEMO_N_CHECKS) {
+        printf("demo: all %d checks passed on CPU (%d thread%s)\n", DEMO_N_CHECKS, opt.n_threads,
+               opt.n_threads == 1 ? "" : "s");
+    } else {
+        printf("demo: %d of %d checks failed on CPU (%d thread%s)\n", DEMO_N_CHECKS - passed, DEMO_N_CHECKS,
+               opt.n_threads, opt.n_threads == 1 ? "" : "s");
+    }
+    return passed == DEMO_N_CHECKS ? 0 : 1;
+}
+#endif
