@@ -251,7 +251,7 @@ static struct ggml_tensor * mlp_forward(struct ggml_context * ctx, struct demo_r
 }
 
 void demo_mlp(const struct demo_options * opt, struct demo_result * res) {
-    demo_begin(res, "mlp", "mlp 64-128-10 (batch 8)", 1e-3, false);
+    demo_begin(res, "mlp", "mlp 64-128-10 (batch 8)", 1e-5, false);
     struct ggml_context * ctx = demo_context(opt, res);
     if (ctx == NULL) {
         return;
@@ -362,7 +362,7 @@ static struct ggml_tensor * block_forward(struct ggml_context * ctx, struct demo
 }
 
 void demo_decoder(const struct demo_options * opt, struct demo_result * res) {
-    demo_begin(res, "decoder", "decoder block (8 tokens)", 2e-3, true);
+    demo_begin(res, "decoder", "decoder block (8 tokens)", 1e-4, true);
     struct ggml_context * ctx = demo_context(opt, res);
     if (ctx == NULL) {
         return;
