@@ -4,10 +4,11 @@
  *
  * Two paths:
  *  - GEMM (both sides have a few rows or more): operands are packed into F32 panels in the
- *    per-thread scratch (converting F16/BF16 and gathering any strides once), then a register
- *    tiled micro-kernel computes 32 (n) x 12 (m) blocks of dst. Blocking: KC k-values per
- *    packed block, NC rows of a per packed panel (reused for every row of b), MC rows of b per
- *    packed block (reused for every 32-row micro-panel of a, which stays in L1).
+ *    per-thread scratch (converting F16/BF16 and gathering any strides on the way), then a
+ *    register-tiled micro-kernel computes 32 (n) x 12 (m) blocks of dst. Blocking: KC k-values
+ *    per pass; up to MC rows of b packed per block (it stays in L2 and is packed once per pass
+ *    of a unit); each 32-row micro-panel of a is packed once per b block and stays in L1 while
+ *    it meets every 12-row micro-panel of the block.
  *  - DOT (one side is 1-7 rows, e.g. a matrix-vector product): rows of the big side are
  *    converted if needed and dotted with the few rows of the small side.
  * Work is split across threads by output blocks: units of (batch, n range, m range).
@@ -32,8 +33,7 @@
 #define MM_NR 32  /* dst elements along n (a's rows) per micro-tile */
 #define MM_MR 12  /* dst elements along m (b's rows) per micro-tile */
 #define MM_KC 256 /* k per packed block: a 32 x KC micro-panel (32 KiB) stays in L1 */
-#define MM_NC 512 /* a rows per packed panel */
-#define MM_MC 192 /* b rows per packed block (a multiple of MM_MR) */
+#define MM_MC 528 /* most b rows per packed block (a multiple of MM_MR): 528 KiB, in L2 */
 
 /* the DOT path takes products where one side has fewer rows than these */
 #define MM_DOT_M 4
@@ -57,11 +57,20 @@ typedef void (*mm_kernel_fn)(int64_t kc, const float * A, const float * B, float
 typedef float (*mm_dot_fn)(int64_t n, const float * x, const float * y);
 typedef void (*mm_cvt_fn)(const uint16_t * x, float * y, int64_t n);
 
+/*
+ * Packs rows into a micro-panel: panel[k * width + r] = rows[r][k] as F32 for r < n_rows and
+ * k < kc, zeros for n_rows <= r < width. Rows are contiguous (element stride = type size).
+ * Returns false when it cannot (the caller then packs element by element).
+ */
+typedef bool (*mm_pack_fn)(const char * const * rows, int n_rows, enum ggml_type type, int64_t kc, int width,
+                           float * panel);
+
 struct mm_isa {
     const char * name;
     mm_kernel_fn kernel;
     mm_dot_fn    dot;
     mm_cvt_fn    f16_to_f32;
+    mm_pack_fn   pack;
 };
 
 static void mk_portable(int64_t kc, const float * A, const float * B, float * C, int64_t ldc, int accumulate) {
@@ -115,7 +124,13 @@ static void f16_to_f32_portable(const uint16_t * x, float * y, int64_t n) {
     }
 }
 
-static const struct mm_isa mm_isa_portable = { "portable", mk_portable, dot_portable, f16_to_f32_portable };
+static bool pack_none(const char * const * rows, int n_rows, enum ggml_type type, int64_t kc, int width,
+                      float * panel) {
+    (void)rows; (void)n_rows; (void)type; (void)kc; (void)width; (void)panel;
+    return false;
+}
+
+static const struct mm_isa mm_isa_portable = { "portable", mk_portable, dot_portable, f16_to_f32_portable, pack_none };
 
 #if MM_X86
 
@@ -249,8 +264,81 @@ __attribute__((target("avx512f"))) static void f16_to_f32_avx512(const uint16_t 
     }
 }
 
-static const struct mm_isa mm_isa_avx2   = { "avx2",   mk_avx2,   dot_avx2,   f16_to_f32_f16c };
-static const struct mm_isa mm_isa_avx512 = { "avx512", mk_avx512, dot_avx512, f16_to_f32_avx512 };
+/* 16 consecutive elements of a row as F32 */
+__attribute__((target("avx512f"))) static inline __m512 load16_avx512(const char * p, enum ggml_type type) {
+    switch (type) {
+    case GGML_TYPE_F16:
+        return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p));
+    case GGML_TYPE_BF16:
+        return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)p)), 16));
+    default:
+        return _mm512_loadu_ps((const float *)p);
+    }
+}
+
+/* r[i] holds row i, 16 columns; afterwards r[j] holds column j, 16 rows */
+__attribute__((target("avx512f"))) static inline void transpose16_avx512(__m512 r[16]) {
+    __m512 t[16], u[16];
+    for (int i = 0; i < 8; i++) {
+        t[2 * i]     = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+    }
+    /* per 128-bit lane L, u[4g + q] now gathers rows 4g..4g+3 of column 4L + q */
+    for (int g = 0; g < 4; g++) {
+        const __m512d a = _mm512_castps_pd(t[4 * g]),     b = _mm512_castps_pd(t[4 * g + 2]);
+        const __m512d c = _mm512_castps_pd(t[4 * g + 1]), d = _mm512_castps_pd(t[4 * g + 3]);
+        u[4 * g + 0] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, b));
+        u[4 * g + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, b));
+        u[4 * g + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(c, d));
+        u[4 * g + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(c, d));
+    }
+    for (int q = 0; q < 4; q++) {
+        const __m512 v0 = _mm512_shuffle_f32x4(u[q],     u[4 + q],  0x44);
+        const __m512 v1 = _mm512_shuffle_f32x4(u[q],     u[4 + q],  0xEE);
+        const __m512 w0 = _mm512_shuffle_f32x4(u[8 + q], u[12 + q], 0x44);
+        const __m512 w1 = _mm512_shuffle_f32x4(u[8 + q], u[12 + q], 0xEE);
+        r[q]      = _mm512_shuffle_f32x4(v0, w0, 0x88);
+        r[4 + q]  = _mm512_shuffle_f32x4(v0, w0, 0xDD);
+        r[8 + q]  = _mm512_shuffle_f32x4(v1, w1, 0x88);
+        r[12 + q] = _mm512_shuffle_f32x4(v1, w1, 0xDD);
+    }
+}
+
+__attribute__((target("avx512f"))) static bool pack_avx512(const char * const * rows, int n_rows, enum ggml_type type,
+                                                            int64_t kc, int width, float * panel) {
+    const size_t    es   = type == GGML_TYPE_F32 ? sizeof(float) : sizeof(uint16_t);
+    const __mmask16 keep = (__mmask16)((1u << (width % 16 ? width % 16 : 16)) - 1u);
+    int64_t k = 0;
+    for (; k + 16 <= kc; k += 16) {
+        for (int g = 0; g < width; g += 16) {
+            __m512 r[16];
+            for (int i = 0; i < 16; i++) {
+                r[i] = g + i < n_rows ? load16_avx512(rows[g + i] + (size_t)k * es, type) : _mm512_setzero_ps();
+            }
+            transpose16_avx512(r);
+            const __mmask16 m = g + 16 <= width ? (__mmask16)0xFFFF : keep;
+            for (int j = 0; j < 16; j++) {
+                _mm512_mask_storeu_ps(panel + (k + j) * width + g, m, r[j]);
+            }
+        }
+    }
+    for (; k < kc; k++) {
+        for (int r = 0; r < width; r++) {
+            float v = 0.0f;
+            if (r < n_rows) {
+                const char * p = rows[r] + (size_t)k * es;
+                v = type == GGML_TYPE_F32  ? *(const float *)p
+                  : type == GGML_TYPE_F16  ? ggmlx_fp16_to_fp32(*(const uint16_t *)p)
+                                           : ggmlx_bf16_to_fp32(*(const uint16_t *)p);
+            }
+            panel[k * width + r] = v;
+        }
+    }
+    return true;
+}
+
+static const struct mm_isa mm_isa_avx2   = { "avx2",   mk_avx2,   dot_avx2,   f16_to_f32_f16c,   pack_none };
+static const struct mm_isa mm_isa_avx512 = { "avx512", mk_avx512, dot_avx512, f16_to_f32_avx512, pack_avx512 };
 
 static bool mm_has_avx2(void) {
     __builtin_cpu_init();
@@ -327,7 +415,7 @@ enum mm_path { MM_PATH_GEMM, MM_PATH_DOT };
 struct mm_plan {
     enum mm_path path;
     int64_t K, N, M, B2, B3, r2, r3;
-    int64_t kc, nc, mc;          /* GEMM blocking, clamped to the problem */
+    int64_t kc, mc;              /* GEMM blocking, clamped to the problem */
     bool    small_is_b;          /* DOT: which side has the few rows */
     int64_t n_small;             /* DOT: rows on the small side */
     int64_t n_chunk, m_chunk;    /* unit extent along n and m */
@@ -357,20 +445,22 @@ static void mm_make_plan(const struct ggml_tensor * dst, int nth, struct mm_plan
         nth = 1;
     }
     const int64_t batches = p->B2 * p->B3;
-    /* enough units for every thread to get several, so uneven ones even out */
-    const int64_t want = nth > 1 ? 4 * (int64_t)nth : 1;
+    /*
+     * One unit per thread when the batches divide evenly (each unit packs its b blocks once, so
+     * fewer, larger units pack less); otherwise several per thread so uneven shares even out.
+     */
+    const int64_t want = nth <= 1 ? 1 : batches % nth == 0 ? nth : 4 * (int64_t)nth;
 
     p->path = (p->M < MM_DOT_M || p->N < MM_DOT_N) ? MM_PATH_DOT : MM_PATH_GEMM;
 
     if (p->path == MM_PATH_GEMM) {
         p->kc = mm_max(1, mm_min(MM_KC, p->K));
-        p->nc = mm_min(MM_NC, mm_round_up(p->N, MM_NR));
         p->mc = mm_min(MM_MC, mm_round_up(p->M, MM_MR));
         const int64_t tiles_n = mm_ceil_div(p->N, MM_NR);
         const int64_t tiles_m = mm_ceil_div(p->M, MM_MR);
-        int64_t n_chunks = mm_ceil_div(p->N, MM_NC);
-        if (batches * n_chunks < want) {
-            n_chunks = mm_max(n_chunks, mm_min(tiles_n, mm_ceil_div(want, mm_max(batches, 1))));
+        int64_t n_chunks = 1;
+        if (batches < want) {
+            n_chunks = mm_min(tiles_n, mm_ceil_div(want, mm_max(batches, 1)));
         }
         int64_t m_chunks = 1;
         if (batches * n_chunks < want) {
@@ -380,7 +470,8 @@ static void mm_make_plan(const struct ggml_tensor * dst, int nth, struct mm_plan
         p->m_chunk  = mm_ceil_div(tiles_m, m_chunks) * MM_MR;
         p->n_chunks = mm_ceil_div(p->N, p->n_chunk);
         p->m_chunks = mm_ceil_div(p->M, p->m_chunk);
-        p->per_thread = (size_t)(p->nc + p->mc) * (size_t)p->kc * sizeof(float);
+        /* a micro-panel, a b block, and a row being converted */
+        p->per_thread = (size_t)(MM_NR + p->mc + 1) * (size_t)p->kc * sizeof(float);
     } else {
         /* the side with fewer rows is held converted; the other is walked a row at a time */
         p->small_is_b = p->M < MM_DOT_M && p->M <= p->N;
@@ -474,56 +565,24 @@ static void mm_dot_unit(const struct mm_ctx * c, int64_t i12, int64_t i13, int64
 /* ---- GEMM path --------------------------------------------------------------------------------- */
 
 /*
- * Rows [n0, n0 + nc) of a (batch of i12, i13), k in [k0, k0 + kc), as micro-panels [kc][32];
- * rows past n_end are zeros. tmp holds one converted row (kc floats).
+ * One micro-panel: rows[0 .. n_rows) (k from 0, element stride nb0 bytes, of the given type)
+ * as panel[k * width + r], zero rows up to width. tmp holds one converted row (kc floats).
  */
-static void mm_pack_a(const struct mm_ctx * c, float * dstp, int64_t i12, int64_t i13, int64_t n0, int64_t nc,
-                      int64_t n_end, int64_t k0, int64_t kc, float * tmp) {
-    const struct ggml_tensor * a = c->a;
-    for (int64_t t = 0; t < nc; t += MM_NR) {
-        float * panel = dstp + t * kc;
-        for (int r = 0; r < MM_NR; r++) {
-            const int64_t n = n0 + t + r;
-            if (n >= n_end) {
-                for (int64_t k = 0; k < kc; k++) {
-                    panel[k * MM_NR + r] = 0.0f;
-                }
-                continue;
-            }
-            const char  * row = mm_a_row(c, n, i12, i13) + k0 * a->nb[0];
-            const float * x   = mm_row_f32(c->isa, row, a->type, a->nb[0], kc, tmp);
-            for (int64_t k = 0; k < kc; k++) {
-                panel[k * MM_NR + r] = x[k];
-            }
-        }
+static void mm_pack(const struct mm_isa * isa, const char * const * rows, int n_rows, enum ggml_type type, size_t nb0,
+                    int64_t kc, int width, float * panel, float * tmp) {
+    if (nb0 == ggml_type_size(type) && isa->pack(rows, n_rows, type, kc, width, panel)) {
+        return;
     }
-}
-
-/* Rows [m0, m0 + mc) of b, k in [k0, k0 + kc), as micro-panels [kc][12]; rows past m_end are zeros. */
-static void mm_pack_b(const struct mm_ctx * c, float * dstp, int64_t i12, int64_t i13, int64_t m0, int64_t mc,
-                      int64_t m_end, int64_t k0, int64_t kc) {
-    const size_t nb0 = c->b->nb[0];
-    for (int64_t t = 0; t < mc; t += MM_MR) {
-        float * panel = dstp + t * kc;
-        for (int r = 0; r < MM_MR; r++) {
-            const int64_t m = m0 + t + r;
-            if (m >= m_end) {
-                for (int64_t k = 0; k < kc; k++) {
-                    panel[k * MM_MR + r] = 0.0f;
-                }
-                continue;
+    for (int r = 0; r < width; r++) {
+        if (r >= n_rows) {
+            for (int64_t k = 0; k < kc; k++) {
+                panel[k * width + r] = 0.0f;
             }
-            const char * row = mm_b_row(c, m, i12, i13) + k0 * nb0;
-            if (nb0 == sizeof(float)) {
-                const float * x = (const float *)row;
-                for (int64_t k = 0; k < kc; k++) {
-                    panel[k * MM_MR + r] = x[k];
-                }
-            } else {
-                for (int64_t k = 0; k < kc; k++) {
-                    panel[k * MM_MR + r] = *(const float *)(row + k * nb0);
-                }
-            }
+            continue;
+        }
+        const float * x = mm_row_f32(isa, rows[r], type, nb0, kc, tmp);
+        for (int64_t k = 0; k < kc; k++) {
+            panel[k * width + r] = x[k];
         }
     }
 }
@@ -531,12 +590,15 @@ static void mm_pack_b(const struct mm_ctx * c, float * dstp, int64_t i12, int64_
 static void mm_gemm_unit(const struct mm_ctx * c, int64_t i12, int64_t i13, int64_t n0, int64_t n1, int64_t m0,
                          int64_t m1) {
     const struct mm_plan * p     = c->p;
-    const size_t           dnb0  = c->dst->nb[0];
+    const struct ggml_tensor * a = c->a;
+    const struct ggml_tensor * b = c->b;
     const int64_t          ldc   = (int64_t)(c->dst->nb[1] / sizeof(float));
-    const bool             fastc = dnb0 == sizeof(float) && c->dst->nb[1] % sizeof(float) == 0;
-    float                * apack = c->scratch;                 /* nc x kc */
-    float                * bpack = c->scratch + p->nc * p->kc; /* mc x kc */
+    const bool             fastc = c->dst->nb[0] == sizeof(float) && c->dst->nb[1] % sizeof(float) == 0;
+    float                * apack = c->scratch;                        /* 32 x kc */
+    float                * bpack = apack + MM_NR * p->kc;             /* mc x kc */
+    float                * tmp   = bpack + p->mc * p->kc;             /* kc */
     float                  tile[MM_NR * MM_MR];
+    const char           * rows[MM_NR];
 
     if (p->K == 0) {
         for (int64_t m = m0; m < m1; m++) {
@@ -547,33 +609,39 @@ static void mm_gemm_unit(const struct mm_ctx * c, int64_t i12, int64_t i13, int6
         return;
     }
 
-    for (int64_t jc = n0; jc < n1; jc += p->nc) {
-        const int64_t nc  = mm_min(p->nc, n1 - jc);
-        const int64_t ncp = mm_round_up(nc, MM_NR);
-        for (int64_t pc = 0; pc < p->K; pc += p->kc) {
-            const int64_t kc = mm_min(p->kc, p->K - pc);
-            /* the b block's space doubles as the row buffer while a is packed */
-            mm_pack_a(c, apack, i12, i13, jc, ncp, n1, pc, kc, bpack);
-            for (int64_t ic = m0; ic < m1; ic += p->mc) {
-                const int64_t mc  = mm_min(p->mc, m1 - ic);
-                const int64_t mcp = mm_round_up(mc, MM_MR);
-                mm_pack_b(c, bpack, i12, i13, ic, mcp, m1, pc, kc);
-                for (int64_t jr = 0; jr < nc; jr += MM_NR) {
-                    const float * ap = apack + jr * kc;
-                    const int64_t nv = mm_min(MM_NR, nc - jr);
-                    for (int64_t ir = 0; ir < mc; ir += MM_MR) {
-                        const float * bp = bpack + ir * kc;
-                        const int64_t mv = mm_min(MM_MR, mc - ir);
-                        if (fastc && nv == MM_NR && mv == MM_MR) {
-                            c->isa->kernel(kc, ap, bp, mm_dst_at(c, jc + jr, ic + ir, i12, i13), ldc, pc > 0);
-                            continue;
-                        }
-                        c->isa->kernel(kc, ap, bp, tile, MM_NR, 0);
-                        for (int64_t j = 0; j < mv; j++) {
-                            for (int64_t i = 0; i < nv; i++) {
-                                float * d = mm_dst_at(c, jc + jr + i, ic + ir + j, i12, i13);
-                                *d = pc > 0 ? *d + tile[j * MM_NR + i] : tile[j * MM_NR + i];
-                            }
+    /* b blocks of (nearly) equal size, so a is packed as few times as possible */
+    const int64_t n_blocks = mm_ceil_div(m1 - m0, p->mc);
+    const int64_t mc_even  = mm_round_up(mm_ceil_div(m1 - m0, n_blocks), MM_MR);
+
+    for (int64_t pc = 0; pc < p->K; pc += p->kc) {
+        const int64_t kc = mm_min(p->kc, p->K - pc);
+        for (int64_t ic = m0; ic < m1; ic += mc_even) {
+            const int64_t mc = mm_min(mc_even, m1 - ic);
+            for (int64_t t = 0; t < mc; t += MM_MR) {
+                const int nr = (int)mm_min(MM_MR, mc - t);
+                for (int r = 0; r < nr; r++) {
+                    rows[r] = mm_b_row(c, ic + t + r, i12, i13) + pc * b->nb[0];
+                }
+                mm_pack(c->isa, rows, nr, GGML_TYPE_F32, b->nb[0], kc, MM_MR, bpack + t * kc, tmp);
+            }
+            for (int64_t jr = n0; jr < n1; jr += MM_NR) {
+                const int nv = (int)mm_min(MM_NR, n1 - jr);
+                for (int r = 0; r < nv; r++) {
+                    rows[r] = mm_a_row(c, jr + r, i12, i13) + pc * a->nb[0];
+                }
+                mm_pack(c->isa, rows, nv, a->type, a->nb[0], kc, MM_NR, apack, tmp);
+                for (int64_t ir = 0; ir < mc; ir += MM_MR) {
+                    const float * bp = bpack + ir * kc;
+                    const int64_t mv = mm_min(MM_MR, mc - ir);
+                    if (fastc && nv == MM_NR && mv == MM_MR) {
+                        c->isa->kernel(kc, apack, bp, mm_dst_at(c, jr, ic + ir, i12, i13), ldc, pc > 0);
+                        continue;
+                    }
+                    c->isa->kernel(kc, apack, bp, tile, MM_NR, 0);
+                    for (int64_t j = 0; j < mv; j++) {
+                        for (int64_t i = 0; i < nv; i++) {
+                            float * d = mm_dst_at(c, jr + i, ic + ir + j, i12, i13);
+                            *d = pc > 0 ? *d + tile[j * MM_NR + i] : tile[j * MM_NR + i];
                         }
                     }
                 }
