@@ -570,7 +570,8 @@ static void mm_dot_unit(const struct mm_ctx * c, int64_t i12, int64_t i13, int64
  */
 static void mm_pack(const struct mm_isa * isa, const char * const * rows, int n_rows, enum ggml_type type, size_t nb0,
                     int64_t kc, int width, float * panel, float * tmp) {
-    if (nb0 == ggml_type_size(type) && isa->pack(rows, n_rows, type, kc, width, panel)) {
+    const size_t es = type == GGML_TYPE_F32 ? sizeof(float) : sizeof(uint16_t);
+    if (nb0 == es && isa->pack(rows, n_rows, type, kc, width, panel)) {
         return;
     }
     for (int r = 0; r < width; r++) {
