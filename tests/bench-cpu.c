@@ -229,7 +229,7 @@ int main(int argc, char ** argv) {
     const int64_t K = quick ? 256 : 4096, N = quick ? 256 : 4096, M = quick ? 64 : 512;
     const int     chain = quick ? 200 : 2000;
     if (quick) {
-        runs = runs < 2 ? runs : 2;
+        runs = runs < 3 ? runs : 3;
     }
     int rc = 0;
     const enum ggml_type types[] = { GGML_TYPE_F32, GGML_TYPE_F16, GGML_TYPE_BF16 };
