@@ -243,6 +243,18 @@ Test(mul_mat, every_kernel_variant_agrees) {
     unsetenv("GGMLX_MATMUL_KERNEL");
 }
 
+Test(mul_mat, empty_dims_compute_nothing) {
+    const int64_t shapes[][3] = { { 16, 0, 5 }, { 16, 40, 0 }, { 16, 0, 0 }, { 16, 0, 2 } };
+    for (int k = 0; k < 4; k++) {
+        struct mm_case c = mmc(GGML_TYPE_F16, shapes[k][0], shapes[k][1], shapes[k][2]);
+        c.n_threads = 2;
+        run_mm(&c, (uint64_t) (9500 + k));
+    }
+    struct mm_case c = mmc(GGML_TYPE_F32, 16, 40, 12);
+    c.b2 = 0;
+    run_mm(&c, 9510);
+}
+
 Test(mul_mat, set_prec_records_precision) {
     struct ggml_context * ctx = to_small_ctx();
     struct ggml_tensor * a = ggml_new_tensor_2d(ctx, GGML_TYPE_F16, 8, 4);
