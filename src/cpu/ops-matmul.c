@@ -56,6 +56,8 @@ static int64_t mm_round_up(int64_t x, int64_t y) { return mm_ceil_div(x, y) * y;
 typedef void (*mm_kernel_fn)(int64_t kc, const float * A, const float * B, float * C, int64_t ldc, int accumulate);
 typedef float (*mm_dot_fn)(int64_t n, const float * x, const float * y);
 typedef void (*mm_cvt_fn)(const uint16_t * x, float * y, int64_t n);
+/* dot of n F16 (or BF16) values with n F32 values, converting on the fly */
+typedef float (*mm_dot_half_fn)(int64_t n, const uint16_t * x, const float * y);
 
 /*
  * Packs rows into a micro-panel: panel[k * width + r] = rows[r][k] as F32 for r < n_rows and
@@ -68,9 +70,11 @@ typedef bool (*mm_pack_fn)(const char * const * rows, int n_rows, enum ggml_type
 struct mm_isa {
     const char * name;
     mm_kernel_fn kernel;
-    mm_dot_fn    dot;
-    mm_cvt_fn    f16_to_f32;
-    mm_pack_fn   pack;
+    mm_dot_fn      dot;
+    mm_cvt_fn      f16_to_f32;
+    mm_pack_fn     pack;
+    mm_dot_half_fn dot_f16;  /* NULL: convert the row, then dot */
+    mm_dot_half_fn dot_bf16;
 };
 
 static void mk_portable(int64_t kc, const float * A, const float * B, float * C, int64_t ldc, int accumulate) {
@@ -130,7 +134,8 @@ static bool pack_none(const char * const * rows, int n_rows, enum ggml_type type
     return false;
 }
 
-static const struct mm_isa mm_isa_portable = { "portable", mk_portable, dot_portable, f16_to_f32_portable, pack_none };
+static const struct mm_isa mm_isa_portable = { "portable", mk_portable, dot_portable, f16_to_f32_portable, pack_none,
+                                                NULL, NULL };
 
 #if MM_X86
 
@@ -337,8 +342,74 @@ __attribute__((target("avx512f"))) static bool pack_avx512(const char * const * 
     return true;
 }
 
-static const struct mm_isa mm_isa_avx2   = { "avx2",   mk_avx2,   dot_avx2,   f16_to_f32_f16c,   pack_none };
-static const struct mm_isa mm_isa_avx512 = { "avx512", mk_avx512, dot_avx512, f16_to_f32_avx512, pack_avx512 };
+__attribute__((target("avx512f"))) static inline float dot_half_avx512(int64_t n, const uint16_t * x, const float * y,
+                                                                         enum ggml_type type) {
+    __m512 s0 = _mm512_setzero_ps(), s1 = _mm512_setzero_ps();
+    int64_t i = 0;
+    for (; i + 32 <= n; i += 32) {
+        s0 = _mm512_fmadd_ps(load16_avx512((const char *)(x + i), type), _mm512_loadu_ps(y + i), s0);
+        s1 = _mm512_fmadd_ps(load16_avx512((const char *)(x + i + 16), type), _mm512_loadu_ps(y + i + 16), s1);
+    }
+    for (; i + 16 <= n; i += 16) {
+        s0 = _mm512_fmadd_ps(load16_avx512((const char *)(x + i), type), _mm512_loadu_ps(y + i), s0);
+    }
+    float r = _mm512_reduce_add_ps(_mm512_add_ps(s0, s1));
+    for (; i < n; i++) {
+        r += (type == GGML_TYPE_F16 ? ggmlx_fp16_to_fp32(x[i]) : ggmlx_bf16_to_fp32(x[i])) * y[i];
+    }
+    return r;
+}
+
+__attribute__((target("avx512f"))) static float dot_f16_avx512(int64_t n, const uint16_t * x, const float * y) {
+    return dot_half_avx512(n, x, y, GGML_TYPE_F16);
+}
+
+__attribute__((target("avx512f"))) static float dot_bf16_avx512(int64_t n, const uint16_t * x, const float * y) {
+    return dot_half_avx512(n, x, y, GGML_TYPE_BF16);
+}
+
+__attribute__((target("avx2,fma,f16c"))) static inline __m256 load8_avx2(const uint16_t * p, enum ggml_type type) {
+    const __m128i h = _mm_loadu_si128((const __m128i *)p);
+    if (type == GGML_TYPE_F16) {
+        return _mm256_cvtph_ps(h);
+    }
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+}
+
+__attribute__((target("avx2,fma,f16c"))) static inline float dot_half_avx2(int64_t n, const uint16_t * x, const float * y,
+                                                                            enum ggml_type type) {
+    __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        s0 = _mm256_fmadd_ps(load8_avx2(x + i, type), _mm256_loadu_ps(y + i), s0);
+        s1 = _mm256_fmadd_ps(load8_avx2(x + i + 8, type), _mm256_loadu_ps(y + i + 8), s1);
+    }
+    for (; i + 8 <= n; i += 8) {
+        s0 = _mm256_fmadd_ps(load8_avx2(x + i, type), _mm256_loadu_ps(y + i), s0);
+    }
+    const __m256 s = _mm256_add_ps(s0, s1);
+    __m128       h = _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1));
+    h              = _mm_add_ps(h, _mm_movehl_ps(h, h));
+    h              = _mm_add_ss(h, _mm_movehdup_ps(h));
+    float        r = _mm_cvtss_f32(h);
+    for (; i < n; i++) {
+        r += (type == GGML_TYPE_F16 ? ggmlx_fp16_to_fp32(x[i]) : ggmlx_bf16_to_fp32(x[i])) * y[i];
+    }
+    return r;
+}
+
+__attribute__((target("avx2,fma,f16c"))) static float dot_f16_avx2(int64_t n, const uint16_t * x, const float * y) {
+    return dot_half_avx2(n, x, y, GGML_TYPE_F16);
+}
+
+__attribute__((target("avx2,fma,f16c"))) static float dot_bf16_avx2(int64_t n, const uint16_t * x, const float * y) {
+    return dot_half_avx2(n, x, y, GGML_TYPE_BF16);
+}
+
+static const struct mm_isa mm_isa_avx2   = { "avx2",   mk_avx2,   dot_avx2,   f16_to_f32_f16c,   pack_none,
+                                             dot_f16_avx2,   dot_bf16_avx2 };
+static const struct mm_isa mm_isa_avx512 = { "avx512", mk_avx512, dot_avx512, f16_to_f32_avx512, pack_avx512,
+                                             dot_f16_avx512, dot_bf16_avx512 };
 
 static bool mm_has_avx2(void) {
     __builtin_cpu_init();
@@ -543,7 +614,18 @@ static void mm_dot_unit(const struct mm_ctx * c, int64_t i12, int64_t i13, int64
             small[m - m0] = mm_row_f32(c->isa, mm_b_row(c, m, i12, i13), GGML_TYPE_F32, c->b->nb[0], K,
                                        c->scratch + (m - m0) * ldk);
         }
+        /* half-precision rows of a are converted inside the dot when the ISA can */
+        const mm_dot_half_fn dh = c->a->nb[0] != sizeof(uint16_t) ? NULL
+                                : c->a->type == GGML_TYPE_F16 ? c->isa->dot_f16
+                                : c->a->type == GGML_TYPE_BF16 ? c->isa->dot_bf16 : NULL;
         for (int64_t n = n0; n < n1; n++) {
+            if (dh != NULL) {
+                const uint16_t * x = (const uint16_t *)mm_a_row(c, n, i12, i13);
+                for (int64_t m = m0; m < m1; m++) {
+                    *mm_dst_at(c, n, m, i12, i13) = dh(K, x, small[m - m0]);
+                }
+                continue;
+            }
             const float * x = mm_row_f32(c->isa, mm_a_row(c, n, i12, i13), c->a->type, c->a->nb[0], K, big_buf);
             for (int64_t m = m0; m < m1; m++) {
                 *mm_dst_at(c, n, m, i12, i13) = c->isa->dot(K, x, small[m - m0]);
