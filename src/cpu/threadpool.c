@@ -39,8 +39,12 @@ void ggmlx_futex_wake_all(atomic_uint * addr) {
 
 /* ---- barrier ------------------------------------------------------------------------------- */
 
-/* long enough to cover a short node on the other core, short enough not to starve a shared one */
-#define GGMLX_SPINS 20000
+/*
+ * Spin about this many pause instructions (tens of microseconds) before sleeping: long enough
+ * to cover a short node on the other core, short enough not to starve a thread that shares
+ * this vCPU. PAUSE costs from ~10 to ~150 cycles depending on the core, hence a modest count.
+ */
+#define GGMLX_SPINS 2000
 
 void ggmlx_barrier_init(struct ggmlx_barrier * b, atomic_bool * cancel) {
     atomic_store(&b->n_arrived, 0);
@@ -99,7 +103,10 @@ static void * worker_main(void * p) {
         if (tp->job_fn != NULL && arg.ith < tp->n_run) {
             tp->job_fn(tp->job, arg.ith);
         }
-        atomic_fetch_sub_explicit(&tp->n_active, 1, memory_order_acq_rel);
+        if (atomic_fetch_sub_explicit(&tp->n_active, 1, memory_order_acq_rel) == 1) {
+            atomic_fetch_add_explicit(&tp->done_gen, 1, memory_order_acq_rel);
+            ggmlx_futex_wake_all(&tp->done_gen);
+        }
     }
 }
 
@@ -198,13 +205,10 @@ void ggmlx_threadpool_run(struct ggml_threadpool * tp, int n, ggmlx_job_fn fn, v
 
     fn(job, 0);
 
-    /* completion is a counter, not a futex: the caller is usually the last to finish */
-    for (int i = 0; atomic_load_explicit(&tp->n_active, memory_order_acquire) > 0; i++) {
-        if (i < GGMLX_SPINS) {
-            cpu_relax();
-        } else {
-            sched_yield();
-        }
+    /* the last worker to finish bumps done_gen and wakes us if we went to sleep */
+    const unsigned done = atomic_load_explicit(&tp->done_gen, memory_order_acquire);
+    if (atomic_load_explicit(&tp->n_active, memory_order_acquire) > 0) {
+        ggmlx_futex_wait(&tp->done_gen, done, GGMLX_SPINS);
     }
     tp->job_fn = NULL;
     tp->job    = NULL;

@@ -18,6 +18,7 @@ struct ggml_threadpool {
     pthread_t     * workers;         /* n_threads - 1 */
     atomic_uint     job_gen;         /* bumped to hand out a job; workers sleep on it */
     atomic_int      n_active;        /* workers still running the current job */
+    atomic_uint     done_gen;        /* bumped by the last worker to finish a job */
     atomic_bool     stop;
     atomic_bool     paused;
     ggmlx_job_fn    job_fn;
