@@ -1,0 +1,75 @@
+/*
+ * host-queue.h -- the in-order queue and counter events shared by the CPU and SIM backends.
+ *
+ * A queue is one worker thread draining a FIFO of tasks. Tasks run in enqueue order. A task
+ * that fails makes the queue's status sticky (first error kept); later compute and copy tasks
+ * are then skipped, but event records and waits still run, so no other queue waits forever on
+ * an event this queue would never set.
+ *
+ * Counter events (docs/async.md rule 6): an event is a 64-bit counter. Recording enqueues
+ * "set to N+1" where N counts the records made so far; waiting enqueues "wait until >= the
+ * target at enqueue time"; an event never recorded counts as done. Any host queue may wait on
+ * any host event, whatever device made it (CPU queue on a SIM event and the reverse).
+ */
+#ifndef GGMLX_HOST_QUEUE_H
+#define GGMLX_HOST_QUEUE_H
+
+#include "ggml-backend-impl.h"
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+struct ggmlx_queue;
+
+/* A task: run(arg) on the worker; release(arg) afterwards (also when skipped or on free). */
+struct ggmlx_task {
+    enum ggml_status (*run)(void * arg);
+    void             (*release)(void * arg); /* opt */
+    void             * arg;
+    bool               always_run;           /* run even after an error (event records/waits) */
+};
+
+/* NULL when the thread cannot be started (error recorded). name: for the thread and messages. */
+struct ggmlx_queue * ggmlx_queue_new(const char * name);
+/* Runs what is queued, then joins the worker. NULL is allowed. */
+void                 ggmlx_queue_free(struct ggmlx_queue * q);
+
+/* false when out of memory (error recorded; nothing enqueued, release(arg) already called) */
+bool             ggmlx_queue_push(struct ggmlx_queue * q, struct ggmlx_task task);
+/* Blocks until everything pushed before the call has run (or been skipped). */
+void             ggmlx_queue_sync(struct ggmlx_queue * q);
+enum ggml_status ggmlx_queue_status(struct ggmlx_queue * q);
+/* Also records the first error's message for ggmlx_queue_error(). */
+void             ggmlx_queue_set_error(struct ggmlx_queue * q, enum ggml_status status, const char * msg);
+const char *     ggmlx_queue_error(struct ggmlx_queue * q); /* "" when none */
+void             ggmlx_queue_clear_status(struct ggmlx_queue * q);
+void             ggmlx_queue_hold(struct ggmlx_queue * q, bool hold);
+size_t           ggmlx_queue_pending(struct ggmlx_queue * q);
+/* true on the queue's own worker thread (a task must never sync its own queue) */
+bool             ggmlx_queue_is_worker(struct ggmlx_queue * q);
+
+/* ---- counter events ------------------------------------------------------------------------ */
+
+struct ggmlx_host_event {
+    uint32_t             magic;      /* GGMLX_HOST_EVENT_MAGIC: tells host events from others */
+    atomic_uint_fast64_t value;      /* completed records */
+    atomic_uint_fast64_t n_recorded; /* records enqueued (the target of the next wait) */
+    atomic_uint          wake;       /* futex word bumped on every completion */
+};
+
+#define GGMLX_HOST_EVENT_MAGIC 0x67787665u /* "gxve" */
+
+/* event->context when the event is a host counter event, else NULL */
+struct ggmlx_host_event * ggmlx_host_event_of(ggml_backend_event_t event);
+
+ggml_backend_event_t ggmlx_host_event_new(ggml_backend_dev_t dev);
+void                 ggmlx_host_event_free(ggml_backend_event_t event);
+/* enqueue "set to N+1" on q */
+bool                 ggmlx_host_event_record(struct ggmlx_queue * q, ggml_backend_event_t event);
+/* enqueue "wait until >= current target" on q (the worker blocks, the host does not) */
+bool                 ggmlx_host_event_wait(struct ggmlx_queue * q, ggml_backend_event_t event);
+/* host blocks until every record enqueued before the call has completed */
+void                 ggmlx_host_event_synchronize(ggml_backend_event_t event);
+
+#endif /* GGMLX_HOST_QUEUE_H */
