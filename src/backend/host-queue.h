@@ -48,6 +48,13 @@ void             ggmlx_queue_hold(struct ggmlx_queue * q, bool hold);
 size_t           ggmlx_queue_pending(struct ggmlx_queue * q);
 /* true on the queue's own worker thread (a task must never sync its own queue) */
 bool             ggmlx_queue_is_worker(struct ggmlx_queue * q);
+/*
+ * true while the worker is blocked in an event wait. A test hook: with it a test tells a queue
+ * that is stuck behind a wait from one that has run everything, without sleeping.
+ */
+bool             ggmlx_queue_waiting(struct ggmlx_queue * q);
+/* for the event code: the worker of q is entering (true) or leaving (false) an event wait */
+void             ggmlx_queue_mark_waiting(struct ggmlx_queue * q, bool waiting);
 
 /* ---- counter events ------------------------------------------------------------------------ */
 
@@ -65,9 +72,16 @@ struct ggmlx_host_event * ggmlx_host_event_of(ggml_backend_event_t event);
 
 ggml_backend_event_t ggmlx_host_event_new(ggml_backend_dev_t dev);
 void                 ggmlx_host_event_free(ggml_backend_event_t event);
-/* enqueue "set to N+1" on q */
+/*
+ * enqueue "set to N+1" on q. q == NULL: a backend without a queue (CPU "sync" mode), whose
+ * work is all done when it returns: the record completes at once.
+ */
 bool                 ggmlx_host_event_record(struct ggmlx_queue * q, ggml_backend_event_t event);
-/* enqueue "wait until >= current target" on q (the worker blocks, the host does not) */
+/*
+ * enqueue "wait until >= current target" on q (the worker blocks, the host does not).
+ * q == NULL: the caller blocks, as ggmlx_host_event_synchronize. Built with
+ * GGMLX_DROP_EVENT_WAITS, does nothing at all (the async tests must then fail).
+ */
 bool                 ggmlx_host_event_wait(struct ggmlx_queue * q, ggml_backend_event_t event);
 /* host blocks until every record enqueued before the call has completed */
 void                 ggmlx_host_event_synchronize(ggml_backend_event_t event);
