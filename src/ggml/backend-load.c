@@ -1,0 +1,296 @@
+/*
+ * backend-load.c -- backend modules: ggml_backend_load/unload, ggml_backend_load_all(_from_path).
+ *
+ * A module is a shared library exporting ggml_backend_init (required) and ggml_backend_score
+ * (optional; 0 means "cannot run on this machine"). Its registry must carry this library's
+ * GGML_BACKEND_API_VERSION: our vtables extend upstream's, so a module built against upstream's
+ * headers (or an older ggmlx) is refused before any of its vtable entries is called.
+ */
+#include "registry-impl.h"
+
+#include "ggmlx.h"
+
+#include <dirent.h>
+#include <dlfcn.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/*
+ * Backend names ggml_backend_load_all looks for, in upstream's spirit: accelerators first, the
+ * CPU last. A name already registered (statically linked, or loaded before) is skipped.
+ */
+static const char * const g_known_backends[] = {
+    "blas", "cuda", "hip", "metal", "vulkan", "sycl", "opencl", "rpc", "sim", "cpu",
+};
+
+static void report(bool as_error, const char * func, const char * fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static void report(bool as_error, const char * func, const char * fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    if (as_error) {
+        ggmlx_errorv(func, fmt, ap);
+    } else {
+        char msg[448];
+        vsnprintf(msg, sizeof msg, fmt, ap);
+        ggmlx_log(GGML_LOG_LEVEL_WARN, "%s: %s\n", func, msg);
+    }
+    va_end(ap);
+}
+
+/* dlsym's object pointers become function pointers by copying: ISO C leaves the cast undefined */
+static ggml_backend_score_t score_fn(void * handle) {
+    ggml_backend_score_t fn  = NULL;
+    void *               sym = dlsym(handle, "ggml_backend_score");
+    memcpy(&fn, &sym, sizeof fn);
+    return fn;
+}
+
+static ggml_backend_init_t init_fn(void * handle) {
+    ggml_backend_init_t fn  = NULL;
+    void *              sym = dlsym(handle, "ggml_backend_init");
+    memcpy(&fn, &sym, sizeof fn);
+    return fn;
+}
+
+/* Loads and registers one module. Failures are errors of func when as_error, else warnings. */
+static ggml_backend_reg_t load_module(const char * path, const char * func, bool as_error) {
+    if (path == NULL || path[0] == '\0') {
+        /* dlopen would hand back the main program for these */
+        report(as_error, func, "path is %s", path == NULL ? "NULL" : "empty");
+        return NULL;
+    }
+
+    dlerror();
+    void * handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (handle == NULL) {
+        const char * why = dlerror();
+        report(as_error, func, "cannot load '%s': %s", path, why ? why : "unknown dlopen error");
+        return NULL;
+    }
+
+    const ggml_backend_score_t score = score_fn(handle);
+    if (score != NULL) {
+        const int s = score();
+        if (s <= 0) {
+            report(as_error, func, "'%s' is not supported on this machine (ggml_backend_score returned %d)", path, s);
+            goto err_close;
+        }
+    }
+
+    const ggml_backend_init_t init = init_fn(handle);
+    if (init == NULL) {
+        report(as_error, func, "'%s' is not a ggml backend module (it exports no ggml_backend_init)", path);
+        goto err_close;
+    }
+    ggml_backend_reg_t reg = init();
+    if (reg == NULL) {
+        report(as_error, func, "ggml_backend_init of '%s' returned NULL", path);
+        goto err_close;
+    }
+    if (reg->api_version != GGML_BACKEND_API_VERSION) {
+        report(as_error, func,
+               "'%s' was built for backend API version %d, this library needs %d "
+               "(modules built against upstream ggml's headers cannot be loaded)",
+               path, reg->api_version, GGML_BACKEND_API_VERSION);
+        goto err_close;
+    }
+
+    switch (ggmlx_registry_add(reg, handle, func, as_error)) {
+    case GGMLX_REG_ADDED:
+        if (as_error) {
+            ggmlx_ok();
+        }
+        return reg;
+    case GGMLX_REG_ALREADY:
+        /* loaded before: the registry holds the first handle, this one only raised the count */
+        dlclose(handle);
+        if (as_error) {
+            ggmlx_ok();
+        }
+        return reg;
+    case GGMLX_REG_FAILED:
+        break;
+    }
+err_close:
+    dlclose(handle);
+    return NULL;
+}
+
+ggml_backend_reg_t ggml_backend_load(const char * path) {
+    ggmlx_registry_init();
+    return load_module(path, __func__, true);
+}
+
+void ggml_backend_unload(ggml_backend_reg_t reg) {
+    ggmlx_registry_init();
+    if (reg == NULL) {
+        ggmlx_error(__func__, "reg is NULL");
+        return;
+    }
+    void * handle = NULL;
+    if (!ggmlx_registry_remove(reg, &handle)) {
+        ggmlx_error(__func__, "registry %p is not registered", (void *) reg);
+        return;
+    }
+    /*
+     * The module stays mapped (its handle is deliberately never closed): backends, buffers and
+     * events made from its devices may still be alive in the program, and every call on them
+     * jumps into the module's code. Unregistering only hides it from lookups; loading it again
+     * registers the same registry anew.
+     */
+    (void) handle;
+    ggmlx_ok();
+}
+
+/* ---- scanning for modules ---------------------------------------------------------------------- */
+
+/* libggml-<name>.so exactly, or libggml-<name>-<variant>.so */
+static bool is_candidate(const char * file, const char * name, bool * exact) {
+    static const char prefix[] = "libggml-";
+    static const char suffix[] = ".so";
+    const size_t lp = sizeof prefix - 1, ln = strlen(name), ls = sizeof suffix - 1, lf = strlen(file);
+    if (lf < lp + ln + ls || strncmp(file, prefix, lp) != 0 || strncmp(file + lp, name, ln) != 0 ||
+        strcmp(file + lf - ls, suffix) != 0) {
+        return false;
+    }
+    *exact = lf == lp + ln + ls;
+    return *exact || file[lp + ln] == '-';
+}
+
+/* the directory part of path, in place; false when there is none */
+static bool strip_to_dir(char * path) {
+    char * slash = strrchr(path, '/');
+    if (slash == NULL) {
+        return false;
+    }
+    if (slash == path) {
+        slash[1] = '\0'; /* the root */
+    } else {
+        *slash = '\0';
+    }
+    return true;
+}
+
+static const int g_anchor = 0; /* an object of libggml, so dladdr can name the library's file */
+
+/* The default search directories: the executable's, libggml's, the current one (no repeats). */
+static size_t default_dirs(char dirs[][PATH_MAX]) {
+    size_t n = 0;
+    ssize_t len = readlink("/proc/self/exe", dirs[n], PATH_MAX - 1);
+    if (len > 0) {
+        dirs[n][len] = '\0';
+        n += strip_to_dir(dirs[n]);
+    }
+    Dl_info info;
+    if (dladdr(&g_anchor, &info) != 0 && info.dli_fname != NULL && strlen(info.dli_fname) < PATH_MAX) {
+        strcpy(dirs[n], info.dli_fname);
+        if (strip_to_dir(dirs[n]) && (n == 0 || strcmp(dirs[n], dirs[0]) != 0)) {
+            n++;
+        }
+    }
+    if (getcwd(dirs[n], PATH_MAX) != NULL) {
+        bool seen = false;
+        for (size_t i = 0; i < n; i++) {
+            seen = seen || strcmp(dirs[i], dirs[n]) == 0;
+        }
+        n += !seen;
+    }
+    return n;
+}
+
+/* ggml_backend_score of the module at path, -1 when it cannot be opened or has none */
+static int probe_score(const char * path) {
+    void * handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (handle == NULL) {
+        const char * why = dlerror();
+        ggmlx_log(GGML_LOG_LEVEL_WARN, "ggml_backend_load_all: skipping '%s': %s\n", path, why ? why : "dlopen failed");
+        return -1;
+    }
+    const ggml_backend_score_t score = score_fn(handle);
+    const int s = score != NULL ? score() : -1;
+    dlclose(handle);
+    return s;
+}
+
+ggml_backend_reg_t ggmlx_backend_load_best(const char * name, const char * dir) {
+    ggmlx_registry_init();
+    if (name == NULL || name[0] == '\0') {
+        return NULL;
+    }
+    char   dirs[3][PATH_MAX];
+    size_t n_dirs = 0;
+    if (dir != NULL) {
+        snprintf(dirs[0], PATH_MAX, "%s", dir);
+        n_dirs = 1;
+    } else {
+        n_dirs = default_dirs(dirs);
+    }
+
+    char best[PATH_MAX]     = "";
+    char fallback[PATH_MAX] = "";
+    int  best_score         = 0;
+    for (size_t d = 0; d < n_dirs; d++) {
+        DIR * dp = opendir(dirs[d]);
+        if (dp == NULL) {
+            continue;
+        }
+        for (struct dirent * e; (e = readdir(dp)) != NULL;) {
+            bool exact;
+            if (!is_candidate(e->d_name, name, &exact)) {
+                continue;
+            }
+            char path[PATH_MAX];
+            if (snprintf(path, sizeof path, "%s/%s", dirs[d], e->d_name) >= (int) sizeof path) {
+                continue;
+            }
+            const int s = probe_score(path);
+            if (s > best_score) {
+                best_score = s;
+                strcpy(best, path);
+            } else if (s < 0 && exact && fallback[0] == '\0') {
+                /* a module without a score is only taken under the backend's plain name */
+                strcpy(fallback, path);
+            }
+        }
+        closedir(dp);
+    }
+
+    const char * path = best[0] ? best : fallback;
+    if (path[0] == '\0') {
+        ggmlx_log(GGML_LOG_LEVEL_DEBUG, "ggml_backend_load_all: no module for backend '%s'\n", name);
+        return NULL;
+    }
+    return load_module(path, "ggml_backend_load_all", false);
+}
+
+void ggml_backend_load_all_from_path(const char * dir_path) {
+    ggmlx_registry_init();
+    if (dir_path != NULL) {
+        DIR * dp = opendir(dir_path);
+        if (dp == NULL) {
+            ggmlx_error(__func__, "cannot open directory '%s'", dir_path);
+            return;
+        }
+        closedir(dp);
+    }
+    for (size_t i = 0; i < sizeof g_known_backends / sizeof g_known_backends[0]; i++) {
+        if (!ggmlx_registry_has_name(g_known_backends[i])) {
+            ggmlx_backend_load_best(g_known_backends[i], dir_path);
+        }
+    }
+    /* a module named outright, as in upstream; failures are logged (this call returns nothing) */
+    const char * env = getenv("GGML_BACKEND_PATH");
+    if (env != NULL && env[0] != '\0' && load_module(env, "GGML_BACKEND_PATH", false) == NULL) {
+        ggmlx_log(GGML_LOG_LEVEL_ERROR, "%s: GGML_BACKEND_PATH='%s' was not loaded (see above)\n", __func__, env);
+    }
+    ggmlx_ok();
+}
+
+void ggml_backend_load_all(void) {
+    ggml_backend_load_all_from_path(NULL);
+}
