@@ -1,0 +1,87 @@
+/*
+ * gallocr-impl.h -- the graph allocator's state, shared by gallocr.c (buffers, public calls) and
+ * gallocr-plan.c (running a graph through the offset allocators to plan every address).
+ * Internal to libggml-base.
+ */
+#ifndef GGMLX_GALLOCR_IMPL_H
+#define GGMLX_GALLOCR_IMPL_H
+
+#include "ggml-alloc.h"
+#include "ggml-backend-impl.h"
+#include "dyn-tallocr.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Where one tensor goes. buffer_id -1: not placed by us (it has data already, or is a view). */
+struct ggmlx_tensor_plan {
+    int               buffer_id;
+    struct ggmlx_addr addr;
+    size_t            size_max; /* bytes reserved for it: a later graph's tensor must fit */
+};
+
+struct ggmlx_node_plan {
+    struct ggmlx_tensor_plan dst;
+    struct ggmlx_tensor_plan src[GGML_MAX_SRC];
+};
+
+/* The addresses of one graph, node by node, and the graph's shape to recognise it again. */
+struct ggmlx_gplan {
+    int                        n_nodes;
+    int                        n_leafs;
+    struct ggmlx_node_plan   * nodes;
+    struct ggmlx_tensor_plan * leafs;
+    uint64_t                   fingerprint;
+};
+
+/* Per-tensor state while planning, in an open-addressing table keyed by tensor pointer. */
+struct ggmlx_sim_entry {
+    const struct ggml_tensor * key;
+    int                        n_children;   /* consumers not yet run */
+    int                        n_views;      /* views (graph nodes) not yet done with it */
+    int                        buffer_id;
+    int                        index;        /* position in the graph, for fingerprints */
+    struct ggmlx_addr          addr;
+    size_t                     size;         /* bytes reserved at addr */
+    bool                       placed;       /* has an address */
+    bool                       own;          /* holds its memory now (not freed, not handed on) */
+    bool                       view_counted; /* a view counted in its source's n_views */
+};
+
+struct ggmlx_sim_map {
+    struct ggmlx_sim_entry * slots;
+    size_t                   cap; /* a power of two, 0 before first use */
+};
+
+/* A graph's memory in one buffer type: one backend buffer per allocator chunk. */
+struct ggmlx_vbuffer {
+    int                   n_chunks;
+    ggml_backend_buffer_t chunks[GGMLX_VBUFFER_MAX_CHUNKS];
+};
+
+struct ggml_gallocr {
+    int                          n_bufs;
+    ggml_backend_buffer_type_t * bufts;
+    int                        * owner;   /* owner[i]: the first id with the same buffer type */
+    struct ggmlx_dyn_tallocr   * tallocs; /* used at owner ids only */
+    struct ggmlx_vbuffer       * vbufs;   /* used at owner ids only */
+    struct ggmlx_gplan           plan;    /* the plan the buffers are sized for */
+    bool                         planned;
+    struct ggmlx_sim_map         map;     /* scratch for planning and fingerprints */
+};
+
+/*
+ * Plan graph into *out (fresh arrays; free with ggmlx_gplan_free). Resets and uses g's offset
+ * allocators, whose chunk sizes then say how large each buffer must be. false (error recorded
+ * under func) on bad buffer ids or when host memory ran out.
+ */
+bool ggmlx_gallocr_plan(struct ggml_gallocr * g, struct ggml_cgraph * graph, const int * node_ids,
+                        const int * leaf_ids, struct ggmlx_gplan * out, const char * func);
+
+/* A hash of the graph's structure (ops, flags, which tensor feeds which); false when out of host memory. */
+bool ggmlx_gallocr_fingerprint(struct ggml_gallocr * g, struct ggml_cgraph * graph, uint64_t * out);
+
+void ggmlx_gplan_free(struct ggmlx_gplan * plan);
+
+#endif /* GGMLX_GALLOCR_IMPL_H */
