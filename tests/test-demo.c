@@ -11,7 +11,7 @@
 typedef void (*demo_check_fn)(const struct demo_options *, struct demo_result *);
 
 static struct demo_options options(int n_threads) {
-    struct demo_options o = { 12345, n_threads, 0, NULL, NULL };
+    struct demo_options o = { 12345, n_threads, 0, NULL, NULL, NULL };
     const char * s = getenv("GGMLX_TEST_SEED");
     if (s != NULL) {
         o.seed = strtoull(s, NULL, 10);
@@ -122,7 +122,7 @@ Test(demo, a_context_too_small_is_an_error_with_a_message) {
     }
 }
 
-/* takes every byte left in the context, so the computation finds no room for its work buffer */
+/* takes every byte left in the host context, so the result finds no room to come back to */
 static void fill_context(struct ggml_context * ctx, void * data) {
     (void) data;
     size_t size = ggml_get_mem_size(ctx) - ggml_used_mem(ctx);
@@ -131,11 +131,31 @@ static void fill_context(struct ggml_context * ctx, void * data) {
     }
 }
 
-Test(demo, no_room_for_the_work_buffer_is_an_error_with_a_message) {
+Test(demo, no_room_for_the_result_is_an_error_with_a_message) {
     struct demo_options opt = options(2);
     opt.tamper = fill_context;
     struct demo_result r;
     demo_decoder(&opt, &r);
     cr_assert_eq(r.status, DEMO_ERROR, "status %s, error '%s'", demo_status_name(r.status), r.error);
-    cr_assert(strstr(r.error, "ggml_graph_compute_with_ctx") != NULL, "error '%s'", r.error);
+    cr_assert(strstr(r.error, "ggml_new_buffer") != NULL, "error '%s'", r.error);
+    cr_assert(strstr(r.error, "out of memory") != NULL, "error '%s'", r.error);
 }
+
+/* ---- the device ------------------------------------------------------------------------------------ */
+
+Test(demo, checks_run_on_the_device_init_best_picks) {
+    ggml_backend_t best = ggml_backend_init_best();
+    cr_assert_not_null(best);
+    const char * want = ggml_backend_dev_name(ggml_backend_get_device(best));
+    struct demo_result r;
+    struct demo_options opt = options(2);
+    demo_relu(&opt, &r); /* starts its own backend */
+    cr_assert_eq(r.status, DEMO_PASSED, "%s", r.error);
+    cr_assert_str_eq(r.device, want);
+    opt.backend = best; /* or uses the one it is given */
+    demo_mlp(&opt, &r);
+    cr_assert_eq(r.status, DEMO_PASSED, "%s", r.error);
+    cr_assert_str_eq(r.device, want);
+    ggml_backend_free(best);
+}
+

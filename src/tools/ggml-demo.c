@@ -1,6 +1,7 @@
 /*
- * ggml-demo.c -- a first look at ggmlx: three small graphs computed on the CPU, each checked
- * against a double-precision reference written independently in demo-ref.h.
+ * ggml-demo.c -- a first look at ggmlx: three small graphs computed on the device
+ * ggml_backend_init_best() picks (the first GPU, else the CPU), each checked against a
+ * double-precision reference written independently in demo-ref.h.
  *
  *   relu     the classic first ggml program: 100 values through ggml_relu
  *   mlp      x [64, batch 8] -> 64x128 (F16 weights) + b1 -> GELU -> 128x10 (F32) + b2 -> softmax
@@ -12,9 +13,16 @@
  *
  * Inputs and weights are random but fixed by the seed. Every constructor result is checked: on
  * bad input ggmlx returns NULL and explains why in ggmlx_last_error() (it never aborts).
+ *
+ * Each check keeps two contexts: a host one with the inputs and weights and their values (the
+ * reference reads them there), and a no_alloc one with the same tensors and the graph, whose
+ * memory comes from the backend (ggml_backend_alloc_ctx_tensors); the values travel with
+ * ggml_backend_tensor_set and the result comes back with ggml_backend_tensor_get, so the demo
+ * runs the same on a device whose memory the host cannot touch.
  * tests/test-demo.c includes this file with GGMLX_DEMO_NO_MAIN defined and calls the checks.
  */
 #include "ggml.h"
+#include "ggml-backend.h"
 #include "ggml-cpu.h"
 #include "ggmlx.h"
 
@@ -30,6 +38,7 @@
 
 #define DEMO_DEFAULT_SEED    42
 #define DEMO_DEFAULT_THREADS 2
+#define DEMO_MAX_TENSORS     256 /* per check's graph context: the decoder needs ~70 */
 
 /* the MLP */
 #define MLP_IN     64
@@ -49,11 +58,14 @@
 struct demo_options {
     uint64_t seed;
     int      n_threads;
-    size_t   mem_size; /* bytes for each check's context; 0: enough for n_threads */
+    size_t   mem_size; /* bytes for each of a check's two contexts; 0: enough */
     /* For tests: called after the inputs and weights are set and the reference is computed,
-     * just before the graph runs, with the check's context (tensors can be found by name). */
+     * just before they are copied to the backend, with the check's host context (tensors can
+     * be found by name there). */
     void (*tamper)(struct ggml_context * ctx, void * data);
     void * tamper_data;
+    /* where the graphs run; NULL: each check starts ggml_backend_init_best() for itself */
+    ggml_backend_t backend;
 };
 
 enum demo_status { DEMO_PASSED, DEMO_FAILED, DEMO_ERROR };
@@ -67,6 +79,7 @@ struct demo_result {
     double           limit;             /* on max_rel_err if limit_is_relative, else on max_abs_err */
     bool             limit_is_relative;
     double           ms;                /* the graph computation alone */
+    char             device[64];        /* the device that computed it */
     char             error[768];        /* DEMO_ERROR: what failed and ggmlx_last_error() */
 };
 
@@ -128,62 +141,125 @@ static void * demo_take(struct demo_result * res, void * p, const char * expr) {
  */
 #define TRY(expr) demo_take(res, (expr), #expr)
 
-static struct ggml_context * demo_context(const struct demo_options * opt, struct demo_result * res) {
-    /* The work buffer of ggml_graph_compute_with_ctx comes from the same memory and grows
-     * with the thread count (a packing panel per thread for the matrix products). */
-    const size_t mem = opt->mem_size ? opt->mem_size : (size_t) (8 << 20) + (size_t) opt->n_threads * (512 << 10);
-    struct ggml_init_params params = { mem, NULL, false };
-    return TRY(ggml_init(params));
+/* A check's contexts: see the top of the file. */
+struct demo_ctx {
+    struct ggml_context * host;  /* inputs and weights with their values; reference buffers */
+    struct ggml_context * graph; /* no_alloc: the same tensors, every op, the graph */
+};
+
+static bool demo_contexts(const struct demo_options * opt, struct demo_result * res, struct demo_ctx * dc) {
+    const size_t host_mem  = opt->mem_size ? opt->mem_size : (size_t) 8 << 20;
+    const size_t graph_mem = opt->mem_size ? opt->mem_size
+                                           : ggml_tensor_overhead() * DEMO_MAX_TENSORS + ggml_graph_overhead();
+    struct ggml_init_params host_params  = { host_mem, NULL, false };
+    struct ggml_init_params graph_params = { graph_mem, NULL, true };
+    dc->host  = TRY(ggml_init(host_params));
+    dc->graph = dc->host ? TRY(ggml_init(graph_params)) : NULL;
+    return dc->graph != NULL;
 }
 
-static struct ggml_tensor * demo_new(struct ggml_context * ctx, struct demo_result * res, enum ggml_type type,
-                                     int64_t ne0, int64_t ne1, const char * name) {
-    struct ggml_tensor * t = TRY(ggml_new_tensor_2d(ctx, type, ne0, ne1));
+static void demo_free(struct demo_ctx * dc) {
+    ggml_free(dc->graph);
+    ggml_free(dc->host);
+}
+
+/* a leaf tensor in both contexts under one name; the graph's one is returned */
+static struct ggml_tensor * demo_new(struct demo_ctx * dc, struct demo_result * res, enum ggml_type type, int64_t ne0,
+                                     int64_t ne1, const char * name) {
+    struct ggml_tensor * h = TRY(ggml_new_tensor_2d(dc->host, type, ne0, ne1));
+    struct ggml_tensor * t = h ? TRY(ggml_new_tensor_2d(dc->graph, type, ne0, ne1)) : NULL;
     if (t != NULL) {
+        ggml_set_name(h, name);
         ggml_set_name(t, name);
     }
     return t;
 }
 
+/* the host twin of a leaf made by demo_new, which holds its values */
+static struct ggml_tensor * demo_host(const struct demo_ctx * dc, const struct ggml_tensor * t) {
+    return ggml_get_tensor(dc->host, ggml_get_name(t));
+}
+
 /* uniform random values in [lo, hi), rounded to t's type (F32, F16 or BF16) as they are stored */
-static void demo_fill(struct ggml_tensor * t, struct demo_rng * r, float lo, float hi) {
-    for (int i = 0; i < (int) ggml_nelements(t); i++) {
-        ggml_set_f32_1d(t, i, demo_uniform(r, lo, hi));
+static void demo_fill(const struct demo_ctx * dc, const struct ggml_tensor * t, struct demo_rng * r, float lo,
+                      float hi) {
+    struct ggml_tensor * h = demo_host(dc, t);
+    for (int i = 0; i < (int) ggml_nelements(h); i++) {
+        ggml_set_f32_1d(h, i, demo_uniform(r, lo, hi));
     }
 }
 
-/* t's values as the graph will see them, as doubles, in ctx's memory (freed with ctx) */
-static double * demo_values(struct ggml_context * ctx, struct demo_result * res, const struct ggml_tensor * t) {
-    const int n = (int) ggml_nelements(t);
-    double * v = TRY(ggml_new_buffer(ctx, sizeof(double) * (size_t) n));
+/* t's values as the graph will see them, as doubles, in host memory (freed with the check) */
+static double * demo_values(const struct demo_ctx * dc, struct demo_result * res, const struct ggml_tensor * t) {
+    const struct ggml_tensor * h = demo_host(dc, t);
+    const int n = (int) ggml_nelements(h);
+    double * v = TRY(ggml_new_buffer(dc->host, sizeof(double) * (size_t) n));
     for (int i = 0; v != NULL && i < n; i++) {
-        v[i] = ggml_get_f32_1d(t, i);
+        v[i] = ggml_get_f32_1d(h, i);
     }
     return v;
 }
 
-/* Runs the graph (after the test hook), timed, and compares out with the reference want. */
-static void demo_run(const struct demo_options * opt, struct demo_result * res, struct ggml_context * ctx,
+/* The CPU (and any backend offering it) computes with opt->n_threads threads. */
+static void demo_set_threads(ggml_backend_t backend, int n_threads) {
+    ggml_backend_dev_t dev = ggml_backend_get_device(backend);
+    ggml_backend_reg_t reg = dev ? ggml_backend_dev_backend_reg(dev) : NULL;
+    void * fn = reg ? ggml_backend_reg_get_proc_address(reg, "ggml_backend_set_n_threads") : NULL;
+    if (fn != NULL) {
+        ((ggml_backend_set_n_threads_t) fn)(backend, n_threads);
+    }
+}
+
+static void demo_error(struct demo_result * res, const char * what, enum ggml_status st) {
+    const char * why = ggmlx_last_error();
+    res->status = DEMO_ERROR;
+    snprintf(res->error, sizeof res->error, "%s: %s%s%s", what, ggml_status_to_string(st), why ? ": " : "",
+             why ? why : "");
+}
+
+/*
+ * Runs the graph on the backend (after the test hook), timed, and compares out (F32) with the
+ * reference want: the graph context's tensors get backend memory, the host values are copied
+ * in, and the result is copied back.
+ */
+static void demo_run(const struct demo_options * opt, struct demo_result * res, struct demo_ctx * dc,
                      struct ggml_cgraph * gf, const struct ggml_tensor * out, const double * want) {
     if (opt->tamper != NULL) {
-        opt->tamper(ctx, opt->tamper_data);
+        opt->tamper(dc->host, opt->tamper_data);
     }
-
-    const int64_t t0 = ggml_time_us();
-    const enum ggml_status st = ggml_graph_compute_with_ctx(ctx, gf, opt->n_threads);
-    res->ms = (double) (ggml_time_us() - t0) / 1000.0;
-    if (st != GGML_STATUS_SUCCESS) {
-        const char * why = ggmlx_last_error();
-        res->status = DEMO_ERROR;
-        snprintf(res->error, sizeof res->error, "ggml_graph_compute_with_ctx: %s%s%s", ggml_status_to_string(st),
-                 why ? ": " : "", why ? why : "");
+    float * got = TRY(ggml_new_buffer(dc->host, sizeof(float) * (size_t) ggml_nelements(out)));
+    if (got == NULL) {
         return;
     }
 
+    ggml_backend_t backend = opt->backend ? opt->backend : TRY(ggml_backend_init_best());
+    if (backend == NULL) {
+        return;
+    }
+    ggml_backend_dev_t dev = ggml_backend_get_device(backend);
+    snprintf(res->device, sizeof res->device, "%s", dev ? ggml_backend_dev_name(dev) : ggml_backend_name(backend));
+    demo_set_threads(backend, opt->n_threads);
+
+    ggml_backend_buffer_t buf = TRY(ggml_backend_alloc_ctx_tensors(dc->graph, backend));
+    if (buf == NULL) {
+        goto out_backend;
+    }
+    for (struct ggml_tensor * h = ggml_get_first_tensor(dc->host); h != NULL; h = ggml_get_next_tensor(dc->host, h)) {
+        ggml_backend_tensor_set(ggml_get_tensor(dc->graph, ggml_get_name(h)), h->data, 0, ggml_nbytes(h));
+    }
+
+    const int64_t t0 = ggml_time_us();
+    const enum ggml_status st = ggml_backend_graph_compute(backend, gf);
+    res->ms = (double) (ggml_time_us() - t0) / 1000.0;
+    if (st != GGML_STATUS_SUCCESS) {
+        demo_error(res, "ggml_backend_graph_compute", st);
+        goto out_buffer;
+    }
+    ggml_backend_tensor_get(out, got, 0, ggml_nbytes(out));
+
     double max_err = 0.0, max_ref = 0.0;
     for (int i = 0; i < (int) ggml_nelements(out); i++) {
-        const double got = ggml_get_f32_1d(out, i);
-        const double err = isnan(got) ? INFINITY : fabs(got - want[i]);
+        const double err = isnan(got[i]) ? INFINITY : fabs(got[i] - want[i]);
         max_err = err > max_err ? err : max_err;
         max_ref = fabs(want[i]) > max_ref ? fabs(want[i]) : max_ref;
     }
@@ -191,42 +267,47 @@ static void demo_run(const struct demo_options * opt, struct demo_result * res, 
     res->max_rel_err = max_ref > 0.0 ? max_err / max_ref : max_err;
     const double measured = res->limit_is_relative ? res->max_rel_err : res->max_abs_err;
     res->status = measured <= res->limit ? DEMO_PASSED : DEMO_FAILED;
+out_buffer:
+    ggml_backend_buffer_free(buf);
+out_backend:
+    if (backend != opt->backend) {
+        ggml_backend_free(backend);
+    }
 }
 
 /* ---- 1. relu: the project's seed example -------------------------------------------------------- */
 
 void demo_relu(const struct demo_options * opt, struct demo_result * res) {
     demo_begin(res, "relu", "relu (100 values)", 0.0, false); /* max(x, 0) is exact */
-    struct ggml_context * ctx = demo_context(opt, res);
-    if (ctx == NULL) {
-        return;
+    struct demo_ctx dc;
+    if (!demo_contexts(opt, res, &dc)) {
+        goto done;
     }
     struct demo_rng rng = demo_rng_new(opt->seed, 1);
 
-    struct ggml_tensor * x = demo_new(ctx, res, GGML_TYPE_F32, 100, 1, "x");
+    struct ggml_tensor * x = demo_new(&dc, res, GGML_TYPE_F32, 100, 1, "x");
     if (x == NULL) {
         goto done;
     }
-    demo_fill(x, &rng, -1.0f, 1.0f);
+    demo_fill(&dc, x, &rng, -1.0f, 1.0f);
 
-    struct ggml_tensor * y  = TRY(ggml_relu(ctx, x));
-    struct ggml_cgraph * gf = TRY(ggml_new_graph(ctx));
+    struct ggml_tensor * y  = TRY(ggml_relu(dc.graph, x));
+    struct ggml_cgraph * gf = TRY(ggml_new_graph(dc.graph));
     if (res->status == DEMO_ERROR) {
         goto done;
     }
     ggml_build_forward_expand(gf, y);
 
-    double * want = TRY(ggml_new_buffer(ctx, 100 * sizeof(double)));
+    double * want = demo_values(&dc, res, x);
     if (want == NULL) {
         goto done;
     }
     for (int i = 0; i < 100; i++) {
-        const double v = ggml_get_f32_1d(x, i);
-        want[i] = v > 0.0 ? v : 0.0;
+        want[i] = want[i] > 0.0 ? want[i] : 0.0;
     }
-    demo_run(opt, res, ctx, gf, y, want);
+    demo_run(opt, res, &dc, gf, y, want);
 done:
-    ggml_free(ctx);
+    demo_free(&dc);
 }
 
 /* ---- 2. a two-layer perceptron ------------------------------------------------------------------ */
@@ -252,30 +333,30 @@ static struct ggml_tensor * mlp_forward(struct ggml_context * ctx, struct demo_r
 
 void demo_mlp(const struct demo_options * opt, struct demo_result * res) {
     demo_begin(res, "mlp", "mlp 64-128-10 (batch 8)", 1e-5, false);
-    struct ggml_context * ctx = demo_context(opt, res);
-    if (ctx == NULL) {
-        return;
+    struct demo_ctx dc;
+    if (!demo_contexts(opt, res, &dc)) {
+        goto done;
     }
     struct demo_rng rng = demo_rng_new(opt->seed, 2);
 
     struct mlp m;
-    struct ggml_tensor * x = demo_new(ctx, res, GGML_TYPE_F32, MLP_IN, MLP_BATCH, "x");
-    m.w1 = demo_new(ctx, res, GGML_TYPE_F16, MLP_IN, MLP_HIDDEN, "fc1.weight");
-    m.b1 = demo_new(ctx, res, GGML_TYPE_F32, MLP_HIDDEN, 1, "fc1.bias");
-    m.w2 = demo_new(ctx, res, GGML_TYPE_F32, MLP_HIDDEN, MLP_OUT, "fc2.weight");
-    m.b2 = demo_new(ctx, res, GGML_TYPE_F32, MLP_OUT, 1, "fc2.bias");
+    struct ggml_tensor * x = demo_new(&dc, res, GGML_TYPE_F32, MLP_IN, MLP_BATCH, "x");
+    m.w1 = demo_new(&dc, res, GGML_TYPE_F16, MLP_IN, MLP_HIDDEN, "fc1.weight");
+    m.b1 = demo_new(&dc, res, GGML_TYPE_F32, MLP_HIDDEN, 1, "fc1.bias");
+    m.w2 = demo_new(&dc, res, GGML_TYPE_F32, MLP_HIDDEN, MLP_OUT, "fc2.weight");
+    m.b2 = demo_new(&dc, res, GGML_TYPE_F32, MLP_OUT, 1, "fc2.bias");
     if (res->status == DEMO_ERROR) {
         goto done;
     }
     /* weights scaled by 1/sqrt(fan-in), so every layer's outputs stay of order 1 */
-    demo_fill(x, &rng, -1.0f, 1.0f);
-    demo_fill(m.w1, &rng, -0.125f, 0.125f);
-    demo_fill(m.b1, &rng, -0.1f, 0.1f);
-    demo_fill(m.w2, &rng, -0.25f, 0.25f);
-    demo_fill(m.b2, &rng, -0.1f, 0.1f);
+    demo_fill(&dc, x, &rng, -1.0f, 1.0f);
+    demo_fill(&dc, m.w1, &rng, -0.125f, 0.125f);
+    demo_fill(&dc, m.b1, &rng, -0.1f, 0.1f);
+    demo_fill(&dc, m.w2, &rng, -0.25f, 0.25f);
+    demo_fill(&dc, m.b2, &rng, -0.1f, 0.1f);
 
-    struct ggml_tensor * probs = mlp_forward(ctx, res, &m, x);
-    struct ggml_cgraph * gf    = TRY(ggml_new_graph(ctx));
+    struct ggml_tensor * probs = mlp_forward(dc.graph, res, &m, x);
+    struct ggml_cgraph * gf    = TRY(ggml_new_graph(dc.graph));
     if (res->status == DEMO_ERROR) {
         goto done;
     }
@@ -283,11 +364,11 @@ void demo_mlp(const struct demo_options * opt, struct demo_result * res) {
 
     const struct ref_mlp ref = {
         MLP_IN, MLP_HIDDEN, MLP_OUT, MLP_BATCH,
-        demo_values(ctx, res, m.w1), demo_values(ctx, res, m.b1),
-        demo_values(ctx, res, m.w2), demo_values(ctx, res, m.b2),
+        demo_values(&dc, res, m.w1), demo_values(&dc, res, m.b1),
+        demo_values(&dc, res, m.w2), demo_values(&dc, res, m.b2),
     };
-    const double * xs   = demo_values(ctx, res, x);
-    double *       want = TRY(ggml_new_buffer(ctx, MLP_OUT * MLP_BATCH * sizeof(double)));
+    const double * xs   = demo_values(&dc, res, x);
+    double *       want = TRY(ggml_new_buffer(dc.host, MLP_OUT * MLP_BATCH * sizeof(double)));
     if (res->status == DEMO_ERROR) {
         goto done;
     }
@@ -296,9 +377,9 @@ void demo_mlp(const struct demo_options * opt, struct demo_result * res) {
         snprintf(res->error, sizeof res->error, "out of memory for the reference");
         goto done;
     }
-    demo_run(opt, res, ctx, gf, probs, want);
+    demo_run(opt, res, &dc, gf, probs, want);
 done:
-    ggml_free(ctx);
+    demo_free(&dc);
 }
 
 /* ---- 3. a llama-style transformer decoder block -------------------------------------------------- */
@@ -363,50 +444,50 @@ static struct ggml_tensor * block_forward(struct ggml_context * ctx, struct demo
 
 void demo_decoder(const struct demo_options * opt, struct demo_result * res) {
     demo_begin(res, "decoder", "decoder block (8 tokens)", 1e-4, true);
-    struct ggml_context * ctx = demo_context(opt, res);
-    if (ctx == NULL) {
-        return;
+    struct demo_ctx dc;
+    if (!demo_contexts(opt, res, &dc)) {
+        goto done;
     }
     struct demo_rng rng = demo_rng_new(opt->seed, 3);
 
     struct block w;
-    struct ggml_tensor * x    = demo_new(ctx, res, GGML_TYPE_F32, N_EMBD, N_TOKENS, "x");
-    struct ggml_tensor * pos  = demo_new(ctx, res, GGML_TYPE_I32, N_TOKENS, 1, "pos");
-    struct ggml_tensor * mask = demo_new(ctx, res, GGML_TYPE_F32, N_TOKENS, N_TOKENS, "kq_mask");
-    w.attn_norm = demo_new(ctx, res, GGML_TYPE_F32, N_EMBD, 1, "attn_norm");
-    w.wq        = demo_new(ctx, res, GGML_TYPE_F16, N_EMBD, N_EMBD, "attn_q");
-    w.wk        = demo_new(ctx, res, GGML_TYPE_F16, N_EMBD, N_EMBD, "attn_k");
-    w.wv        = demo_new(ctx, res, GGML_TYPE_F16, N_EMBD, N_EMBD, "attn_v");
-    w.wo        = demo_new(ctx, res, GGML_TYPE_F16, N_EMBD, N_EMBD, "attn_output");
-    w.ffn_norm  = demo_new(ctx, res, GGML_TYPE_F32, N_EMBD, 1, "ffn_norm");
-    w.ffn_gate  = demo_new(ctx, res, GGML_TYPE_BF16, N_EMBD, N_FF, "ffn_gate");
-    w.ffn_up    = demo_new(ctx, res, GGML_TYPE_BF16, N_EMBD, N_FF, "ffn_up");
-    w.ffn_down  = demo_new(ctx, res, GGML_TYPE_BF16, N_FF, N_EMBD, "ffn_down");
+    struct ggml_tensor * x    = demo_new(&dc, res, GGML_TYPE_F32, N_EMBD, N_TOKENS, "x");
+    struct ggml_tensor * pos  = demo_new(&dc, res, GGML_TYPE_I32, N_TOKENS, 1, "pos");
+    struct ggml_tensor * mask = demo_new(&dc, res, GGML_TYPE_F32, N_TOKENS, N_TOKENS, "kq_mask");
+    w.attn_norm = demo_new(&dc, res, GGML_TYPE_F32, N_EMBD, 1, "attn_norm");
+    w.wq        = demo_new(&dc, res, GGML_TYPE_F16, N_EMBD, N_EMBD, "attn_q");
+    w.wk        = demo_new(&dc, res, GGML_TYPE_F16, N_EMBD, N_EMBD, "attn_k");
+    w.wv        = demo_new(&dc, res, GGML_TYPE_F16, N_EMBD, N_EMBD, "attn_v");
+    w.wo        = demo_new(&dc, res, GGML_TYPE_F16, N_EMBD, N_EMBD, "attn_output");
+    w.ffn_norm  = demo_new(&dc, res, GGML_TYPE_F32, N_EMBD, 1, "ffn_norm");
+    w.ffn_gate  = demo_new(&dc, res, GGML_TYPE_BF16, N_EMBD, N_FF, "ffn_gate");
+    w.ffn_up    = demo_new(&dc, res, GGML_TYPE_BF16, N_EMBD, N_FF, "ffn_up");
+    w.ffn_down  = demo_new(&dc, res, GGML_TYPE_BF16, N_FF, N_EMBD, "ffn_down");
     if (res->status == DEMO_ERROR) {
         goto done;
     }
 
-    demo_fill(x, &rng, -1.0f, 1.0f);
+    demo_fill(&dc, x, &rng, -1.0f, 1.0f);
     int positions[N_TOKENS];
     for (int t = 0; t < N_TOKENS; t++) {
         positions[t] = t;
-        ggml_set_i32_1d(pos, t, t);
+        ggml_set_i32_1d(demo_host(&dc, pos), t, t);
         for (int j = 0; j < N_TOKENS; j++) { /* causal: query t sees keys 0..t */
-            ggml_set_f32_nd(mask, j, t, 0, 0, j <= t ? 0.0f : -INFINITY);
+            ggml_set_f32_nd(demo_host(&dc, mask), j, t, 0, 0, j <= t ? 0.0f : -INFINITY);
         }
     }
-    demo_fill(w.attn_norm, &rng, 0.8f, 1.2f);
-    demo_fill(w.wq, &rng, -0.25f, 0.25f); /* larger than 1/sqrt(fan-in): sharper attention */
-    demo_fill(w.wk, &rng, -0.25f, 0.25f);
-    demo_fill(w.wv, &rng, -0.125f, 0.125f);
-    demo_fill(w.wo, &rng, -0.125f, 0.125f);
-    demo_fill(w.ffn_norm, &rng, 0.8f, 1.2f);
-    demo_fill(w.ffn_gate, &rng, -0.125f, 0.125f);
-    demo_fill(w.ffn_up, &rng, -0.125f, 0.125f);
-    demo_fill(w.ffn_down, &rng, -0.09f, 0.09f);
+    demo_fill(&dc, w.attn_norm, &rng, 0.8f, 1.2f);
+    demo_fill(&dc, w.wq, &rng, -0.25f, 0.25f); /* larger than 1/sqrt(fan-in): sharper attention */
+    demo_fill(&dc, w.wk, &rng, -0.25f, 0.25f);
+    demo_fill(&dc, w.wv, &rng, -0.125f, 0.125f);
+    demo_fill(&dc, w.wo, &rng, -0.125f, 0.125f);
+    demo_fill(&dc, w.ffn_norm, &rng, 0.8f, 1.2f);
+    demo_fill(&dc, w.ffn_gate, &rng, -0.125f, 0.125f);
+    demo_fill(&dc, w.ffn_up, &rng, -0.125f, 0.125f);
+    demo_fill(&dc, w.ffn_down, &rng, -0.09f, 0.09f);
 
-    struct ggml_tensor * out = block_forward(ctx, res, &w, x, pos, mask);
-    struct ggml_cgraph * gf  = TRY(ggml_new_graph(ctx));
+    struct ggml_tensor * out = block_forward(dc.graph, res, &w, x, pos, mask);
+    struct ggml_cgraph * gf  = TRY(ggml_new_graph(dc.graph));
     if (res->status == DEMO_ERROR) {
         goto done;
     }
@@ -414,15 +495,15 @@ void demo_decoder(const struct demo_options * opt, struct demo_result * res) {
 
     const struct ref_block ref = {
         N_EMBD, N_HEAD, N_FF, N_TOKENS, NORM_EPS, ROPE_BASE, positions,
-        demo_values(ctx, res, w.attn_norm),
-        demo_values(ctx, res, w.wq), demo_values(ctx, res, w.wk),
-        demo_values(ctx, res, w.wv), demo_values(ctx, res, w.wo),
-        demo_values(ctx, res, w.ffn_norm),
-        demo_values(ctx, res, w.ffn_gate), demo_values(ctx, res, w.ffn_up),
-        demo_values(ctx, res, w.ffn_down),
+        demo_values(&dc, res, w.attn_norm),
+        demo_values(&dc, res, w.wq), demo_values(&dc, res, w.wk),
+        demo_values(&dc, res, w.wv), demo_values(&dc, res, w.wo),
+        demo_values(&dc, res, w.ffn_norm),
+        demo_values(&dc, res, w.ffn_gate), demo_values(&dc, res, w.ffn_up),
+        demo_values(&dc, res, w.ffn_down),
     };
-    const double * xs   = demo_values(ctx, res, x);
-    double *       want = TRY(ggml_new_buffer(ctx, N_EMBD * N_TOKENS * sizeof(double)));
+    const double * xs   = demo_values(&dc, res, x);
+    double *       want = TRY(ggml_new_buffer(dc.host, N_EMBD * N_TOKENS * sizeof(double)));
     if (res->status == DEMO_ERROR) {
         goto done;
     }
@@ -431,9 +512,9 @@ void demo_decoder(const struct demo_options * opt, struct demo_result * res) {
         snprintf(res->error, sizeof res->error, "out of memory for the reference");
         goto done;
     }
-    demo_run(opt, res, ctx, gf, out, want);
+    demo_run(opt, res, &dc, gf, out, want);
 done:
-    ggml_free(ctx);
+    demo_free(&dc);
 }
 
 /* ---- the program ---------------------------------------------------------------------------------- */
@@ -488,8 +569,13 @@ static void print_json_number(double v) {
 static void print_json(const struct demo_options * opt, const struct demo_result * r, int n, int passed) {
     printf("{\n  \"build_info\": ");
     print_json_string(ggmlx_build_info());
-    printf(",\n  \"backend\": \"CPU\",\n  \"seed\": %" PRIu64 ",\n  \"threads\": %d,\n  \"checks\": [\n",
-           opt->seed, opt->n_threads);
+    printf(",\n  \"backend\": ");
+    print_json_string(ggml_backend_name(opt->backend));
+    printf(",\n  \"device\": ");
+    print_json_string(ggml_backend_dev_name(ggml_backend_get_device(opt->backend)));
+    printf(",\n  \"device_description\": ");
+    print_json_string(ggml_backend_dev_description(ggml_backend_get_device(opt->backend)));
+    printf(",\n  \"seed\": %" PRIu64 ",\n  \"threads\": %d,\n  \"checks\": [\n", opt->seed, opt->n_threads);
     for (int i = 0; i < n; i++) {
         printf("    {\"name\": \"%s\", \"title\": ", r[i].name);
         print_json_string(r[i].title);
@@ -536,7 +622,7 @@ static bool parse_uint(const char * s, uint64_t max, uint64_t * out) {
 }
 
 int main(int argc, char ** argv) {
-    struct demo_options opt = { DEMO_DEFAULT_SEED, DEMO_DEFAULT_THREADS, 0, NULL, NULL };
+    struct demo_options opt = { DEMO_DEFAULT_SEED, DEMO_DEFAULT_THREADS, 0, NULL, NULL, NULL };
     bool json = false;
 
     for (int i = 1; i < argc; i++) {
@@ -561,9 +647,21 @@ int main(int argc, char ** argv) {
         }
     }
 
+    /* the first GPU, else an integrated GPU, else the CPU */
+    opt.backend = ggml_backend_init_best();
+    if (opt.backend == NULL) {
+        const char * why = ggmlx_last_error();
+        fprintf(stderr, "ggml-demo: ggml_backend_init_best failed: %s\n", why ? why : "(no message)");
+        return 1;
+    }
+    ggml_backend_dev_t dev  = ggml_backend_get_device(opt.backend);
+    const char *       name = dev ? ggml_backend_dev_name(dev) : ggml_backend_name(opt.backend);
+
     if (!json) {
         printf("%s\n", ggmlx_build_info());
-        printf("seed %" PRIu64 " (--seed N to change), %d threads, CPU\n", opt.seed, opt.n_threads);
+        printf("seed %" PRIu64 " (--seed N to change), %d threads, %s\n", opt.seed, opt.n_threads, name);
+        printf("device %s (%s), chosen by ggml_backend_init_best()\n", name,
+               dev ? ggml_backend_dev_description(dev) : "no description");
         fflush(stdout);
     }
 
@@ -581,12 +679,13 @@ int main(int argc, char ** argv) {
     if (json) {
         print_json(&opt, results, DEMO_N_CHECKS, passed);
     } else if (passed == DEMO_N_CHECKS) {
-        printf("demo: all %d checks passed on CPU (%d thread%s)\n", DEMO_N_CHECKS, opt.n_threads,
+        printf("demo: all %d checks passed on %s (%d thread%s)\n", DEMO_N_CHECKS, name, opt.n_threads,
                opt.n_threads == 1 ? "" : "s");
     } else {
-        printf("demo: %d of %d checks failed on CPU (%d thread%s)\n", DEMO_N_CHECKS - passed, DEMO_N_CHECKS,
+        printf("demo: %d of %d checks failed on %s (%d thread%s)\n", DEMO_N_CHECKS - passed, DEMO_N_CHECKS, name,
                opt.n_threads, opt.n_threads == 1 ? "" : "s");
     }
+    ggml_backend_free(opt.backend);
     return passed == DEMO_N_CHECKS ? 0 : 1;
 }
 #endif

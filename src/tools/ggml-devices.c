@@ -65,7 +65,7 @@ static void print_table(void) {
 
     const size_t n_devs = ggml_backend_dev_count();
     printf("\n%zu device%s\n", n_devs, n_devs == 1 ? "" : "s");
-    printf("  %-3s %-12s %-6s %-10s %-22s %-40s %-14s %s\n", "#", "name", "type", "registry", "memory free/total MiB",
+    printf("  %-3s %-12s %-6s %-10s %-22s %-32s %-14s %s\n", "#", "name", "type", "registry", "memory free/total MiB",
            "caps", "device_id", "description");
     for (size_t i = 0; i < n_devs; i++) {
         ggml_backend_dev_t dev = ggml_backend_dev_get(i);
@@ -75,7 +75,7 @@ static void print_table(void) {
         ggml_backend_reg_t reg = ggml_backend_dev_backend_reg(dev);
         char mem[32], caps[96];
         snprintf(mem, sizeof mem, "%.0f / %.0f", (double) p.memory_free / MIB, (double) p.memory_total / MIB);
-        printf("  %-3zu %-12s %-6s %-10s %-22s %-40s %-14s %s\n", i, str_or(p.name, "?"), type_name(p.type),
+        printf("  %-3zu %-12s %-6s %-10s %-22s %-32s %-14s %s\n", i, str_or(p.name, "?"), type_name(p.type),
                reg ? str_or(ggml_backend_reg_name(reg), "?") : "-", mem, caps_string(&p.caps, caps, sizeof caps),
                str_or(p.device_id, "-"), str_or(p.description, ""));
     }
