@@ -1,10 +1,11 @@
 /*
- * ggml-cpu.h -- computing graphs on the CPU, on the caller's thread plus a reusable thread pool.
- * (The CPU *backend* -- ggml_backend_cpu_* -- joins this header with the backend API.)
+ * ggml-cpu.h -- computing graphs on the CPU, on the caller's thread plus a reusable thread pool,
+ * and the CPU backend: an in-order queue whose worker thread runs the graphs (docs/async.md).
  */
 #pragma once
 
 #include "ggml.h"
+#include "ggml-backend.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -99,6 +100,27 @@ extern "C" {
     GGML_API int ggml_cpu_has_fma        (void);
     GGML_API int ggml_cpu_has_avx512     (void);
     GGML_API int ggml_cpu_has_avx512_bf16(void);
+
+    /*
+     * The CPU backend. graph_compute_async enqueues and returns at once; one worker thread per
+     * backend runs what is queued, in order, with a pool of n_threads - 1 more threads. The
+     * "sync" device parameter (or GGMLX_CPU_SYNC=1) computes on the caller's thread instead, as
+     * upstream does. The setters below are queued like any other work: they apply to what is
+     * enqueued after them. A thread pool or abort callback handed over must outlive the work
+     * queued while it is set (synchronize before freeing it). The abort callback and the log
+     * callback are called from the worker thread.
+     */
+    GGML_BACKEND_API ggml_backend_t ggml_backend_cpu_init(void);
+
+    GGML_BACKEND_API bool ggml_backend_is_cpu                (ggml_backend_t backend);
+    GGML_BACKEND_API void ggml_backend_cpu_set_n_threads     (ggml_backend_t backend_cpu, int n_threads);
+    GGML_BACKEND_API void ggml_backend_cpu_set_threadpool    (ggml_backend_t backend_cpu, ggml_threadpool_t threadpool);
+    GGML_BACKEND_API void ggml_backend_cpu_set_abort_callback(ggml_backend_t backend_cpu, ggml_abort_callback abort_callback, void * abort_callback_data);
+
+    /* reference kernels only (accepted; ggmlx's kernels are all reference-exact) */
+    GGML_BACKEND_API void ggml_backend_cpu_set_use_ref(ggml_backend_t backend_cpu, bool use_ref);
+
+    GGML_BACKEND_API ggml_backend_reg_t ggml_backend_cpu_reg(void);
 
 #ifdef __cplusplus
 }
