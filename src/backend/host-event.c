@@ -124,11 +124,13 @@ static enum ggml_status run_record(void * arg) {
     return GGML_STATUS_SUCCESS;
 }
 
+#ifndef GGMLX_DROP_EVENT_WAITS
 static enum ggml_status run_wait(void * arg) {
     struct event_op * op = arg;
     block_until(&op->block->ev, op->target, op->queue);
     return GGML_STATUS_SUCCESS;
 }
+#endif
 
 static void release_op(void * arg) {
     struct event_op * op = arg;
