@@ -19,9 +19,6 @@
 #include <string.h>
 #include <strings.h>
 
-/* TEMPORARY, until libggml-cpu defines it: weak, so libggml links (and registers no CPU) */
-#pragma weak ggml_backend_cpu_reg
-
 /*
  * The statically linked backends, in registration order. The order is the device order, and
  * lookups by type take the first match, so GPU kinds come first and the CPU comes last (as in
@@ -29,8 +26,11 @@
  */
 static ggml_backend_reg_t (*const g_static_regs[])(void) = {
     /* ---- GPU-kind registries go here (CUDA when GGMLX_HAVE_CUDA, then SIM) ---- */
-    /* ---- the CPU, always last ---- */
+    /* ---- the CPU, always last (a module of its own in a GGML_BACKEND_DL build) ---- */
+#ifndef GGML_BACKEND_DL
     ggml_backend_cpu_reg,
+#endif
+    NULL, /* keeps the array non-empty whatever is compiled in */
 };
 
 struct reg_entry {
@@ -165,7 +165,7 @@ static void register_static_backends(void) {
     /* Under pthread_once: a reg function that called back into the registry would deadlock,
      * so the getters must only build their registry. */
     for (size_t i = 0; i < sizeof g_static_regs / sizeof g_static_regs[0]; i++) {
-        ggml_backend_reg_t reg = g_static_regs[i] ? g_static_regs[i]() : NULL;
+        ggml_backend_reg_t reg = g_static_regs[i] ? g_static_regs[i]() : NULL; /* NULL: the end mark */
         if (reg != NULL) {
             ggmlx_registry_add(reg, NULL, "ggml_backend_registry_init", false);
         }
