@@ -1,0 +1,511 @@
+/*
+ * cf-ref.h -- double-precision references for the op cases. Each reads the inputs exactly as
+ * they were stored on the device (from the host copy that was uploaded) and writes the expected
+ * result in logical row-major order, with, per element, the magnitude its error is measured
+ * against and one relative tolerance for the case:
+ *
+ *     |got - want| <= rtol * scale     (rtol 0: bit-exact; infinities and NaNs must match)
+ *
+ * The scale is what the arithmetic really rounds: |a| + |b| for a sum, the sum of |terms| for a
+ * reduction, |x0| + |x1| for a rotation, so one tolerance fits every element. Tolerances allow a
+ * few float roundings (more for long reductions, one ulp of the output type, and one ulp of the
+ * weights for F16/BF16 matrix products, where a GPU may round b to the weights' type).
+ */
+#ifndef GGMLX_CF_REF_H
+#define GGMLX_CF_REF_H
+
+#include "cf-ops.h"
+
+/* a tensor's elements in a host copy of its arena */
+struct cf_acc {
+    const unsigned char * base;
+    size_t                nb[4];
+    int64_t               ne[4];
+    enum ggml_type        type;
+};
+
+static int cf_root_index(const struct cf_build * b, const struct ggml_tensor * t) {
+    const struct ggml_tensor * root = t->view_src ? t->view_src : t;
+    for (int i = 0; i < b->n_roots; i++) {
+        if (b->roots[i].t == root) {
+            return i;
+        }
+    }
+    return -1;
+}
+
+/* after: the copy read back from the device, else the one uploaded */
+static struct cf_acc cf_acc_of(const struct cf_build * b, const struct ggml_tensor * t, bool after) {
+    struct cf_acc a;
+    memset(&a, 0, sizeof a);
+    const int k = cf_root_index(b, t);
+    if (k < 0) {
+        return a;
+    }
+    const struct cf_root * r = &b->roots[k];
+    a.base = (after ? r->after : r->before) + r->offset + (t->view_src ? t->view_offs : 0);
+    for (int d = 0; d < 4; d++) {
+        a.nb[d] = t->nb[d];
+        a.ne[d] = t->ne[d];
+    }
+    a.type = t->type;
+    return a;
+}
+
+static double cf_at(const struct cf_acc * a, int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
+    return cf_load(a->type, a->base + i0 * a->nb[0] + i1 * a->nb[1] + i2 * a->nb[2] + i3 * a->nb[3]);
+}
+
+struct cf_ref {
+    const struct cf_op_case * c;
+    const struct cf_build *   b;
+    int64_t                   ne[4]; /* of the result */
+    double *                  want;
+    double *                  scale;
+    double                    rtol;
+};
+
+#define CF_FOR4(ne, i0, i1, i2, i3)                                                                 \
+    for (int64_t i3 = 0; i3 < (ne)[3]; i3++)                                                        \
+        for (int64_t i2 = 0; i2 < (ne)[2]; i2++)                                                    \
+            for (int64_t i1 = 0; i1 < (ne)[1]; i1++)                                                \
+                for (int64_t i0 = 0; i0 < (ne)[0]; i0++)
+
+static size_t cf_idx(const int64_t * ne, int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
+    return (size_t) (((i3 * ne[2] + i2) * ne[1] + i1) * ne[0] + i0);
+}
+
+static void cf_put(struct cf_ref * r, int64_t i0, int64_t i1, int64_t i2, int64_t i3, double want, double scale) {
+    const size_t k = cf_idx(r->ne, i0, i1, i2, i3);
+    r->want[k]  = want;
+    r->scale[k] = scale;
+}
+
+/* tolerance of a computation of n_terms float roundings (sqrt growth) ending in type out */
+static double cf_rtol(double f32_ulps, int64_t n_terms, enum ggml_type out) {
+    const double t = cf_eps(GGML_TYPE_F32) * (f32_ulps + 2.0 * sqrt((double) n_terms));
+    const double o = cf_eps(out);
+    return t > o ? t : o;
+}
+
+/* ---- per-element math -------------------------------------------------------------------- */
+
+static double cf_sigmoid(double x) {
+    return 1.0 / (1.0 + exp(-x));
+}
+
+static double cf_gelu_tanh(double x) {
+    const double k = sqrt(2.0 / CF_PI);
+    return 0.5 * x * (1.0 + tanh(k * (x + 0.044715 * x * x * x)));
+}
+
+static double cf_gelu_erf(double x) {
+    return 0.5 * x * (1.0 + erf(x / sqrt(2.0)));
+}
+
+static double cf_unary(int op, double x) {
+    switch (op) {
+    case GGML_UNARY_OP_ABS: return fabs(x);
+    case GGML_UNARY_OP_NEG: return -x;
+    case GGML_UNARY_OP_TANH: return tanh(x);
+    case GGML_UNARY_OP_RELU: return x > 0 ? x : 0.0;
+    case GGML_UNARY_OP_SIGMOID: return cf_sigmoid(x);
+    case GGML_UNARY_OP_GELU: return cf_gelu_tanh(x);
+    case GGML_UNARY_OP_SILU: return x * cf_sigmoid(x);
+    case GGML_UNARY_OP_EXP: return exp(x);
+    case GGML_UNARY_OP_GELU_ERF: return cf_gelu_erf(x);
+    default: return NAN;
+    }
+}
+
+static double cf_glu_act(int op, double x) {
+    switch (op) {
+    case GGML_GLU_OP_REGLU: return x > 0 ? x : 0.0;
+    case GGML_GLU_OP_GEGLU: return cf_gelu_tanh(x);
+    case GGML_GLU_OP_SWIGLU: return x * cf_sigmoid(x);
+    case GGML_GLU_OP_GEGLU_ERF: return cf_gelu_erf(x);
+    case GGML_GLU_OP_GEGLU_QUICK: return x * cf_sigmoid(1.702 * x);
+    default: return NAN;
+    }
+}
+
+/* ---- the references ------------------------------------------------------------------------ */
+
+static void cf_ref_copy(struct cf_ref * r) {
+    const struct cf_acc a = cf_acc_of(r->b, r->b->in[0], false);
+    const enum ggml_type ot = r->b->out->type;
+    /* same logical shape: element for element */
+    CF_FOR4(r->ne, i0, i1, i2, i3) {
+        cf_put(r, i0, i1, i2, i3, cf_round_to(ot, cf_at(&a, i0, i1, i2, i3)), 0.0);
+    }
+    r->rtol = 0.0;
+}
+
+static void cf_ref_binary(struct cf_ref * r) {
+    const struct cf_acc a = cf_acc_of(r->b, r->b->in[0], false);
+    const struct cf_acc x = cf_acc_of(r->b, r->b->in[1], false);
+    CF_FOR4(r->ne, i0, i1, i2, i3) {
+        const double av = cf_at(&a, i0, i1, i2, i3);
+        const double bv = cf_at(&x, i0 % x.ne[0], i1 % x.ne[1], i2 % x.ne[2], i3 % x.ne[3]);
+        double w;
+        switch (r->c->op) {
+        case CF_OP_ADD: w = av + bv; break;
+        case CF_OP_SUB: w = av - bv; break;
+        case CF_OP_MUL: w = av * bv; break;
+        default: w = av / bv; break;
+        }
+        const double s = r->c->op == CF_OP_ADD || r->c->op == CF_OP_SUB ? fabs(av) + fabs(bv) : fabs(w);
+        cf_put(r, i0, i1, i2, i3, w, s);
+    }
+    r->rtol = cf_rtol(2, 1, r->b->out->type);
+}
+
+static void cf_ref_elementwise(struct cf_ref * r) {
+    const struct cf_acc a = cf_acc_of(r->b, r->b->in[0], false);
+    const int op = r->c->ip[0];
+    const bool exact = r->c->op == CF_OP_UNARY &&
+                       (op == GGML_UNARY_OP_ABS || op == GGML_UNARY_OP_NEG || op == GGML_UNARY_OP_RELU);
+    CF_FOR4(r->ne, i0, i1, i2, i3) {
+        const double x = cf_at(&a, i0, i1, i2, i3);
+        double w, s;
+        switch (r->c->op) {
+        case CF_OP_SCALE: w = x * (double) r->c->fp[0]; s = fabs(w); break;
+        case CF_OP_SQR: w = x * x; s = w; break;
+        case CF_OP_SQRT: w = sqrt(x); s = w; break;
+        default:
+            w = cf_unary(op, x);
+            /* a backend may compute 0.5x(1 + tanh(..)) and lose a few ulps of x in the cancellation */
+            s = fabs(w) + 0.01 * fabs(x);
+            break;
+        }
+        cf_put(r, i0, i1, i2, i3, w, s);
+    }
+    const bool transcendental = r->c->op == CF_OP_UNARY || r->c->op == CF_OP_SQRT;
+    r->rtol = exact ? 0.0 : cf_rtol(transcendental ? 32 : 2, 1, r->b->out->type);
+}
+
+static void cf_ref_glu(struct cf_ref * r) {
+    const struct cf_acc a = cf_acc_of(r->b, r->b->in[0], false);
+    const bool split = r->c->ip[2] != 0, swapped = r->c->ip[1] != 0;
+    struct cf_acc g = a;
+    if (split) {
+        g = cf_acc_of(r->b, r->b->in[1], false);
+    }
+    const int64_t n = r->ne[0];
+    CF_FOR4(r->ne, i0, i1, i2, i3) {
+        double x, gv;
+        if (split) {
+            x  = cf_at(&a, i0, i1, i2, i3);
+            gv = cf_at(&g, i0, i1, i2, i3);
+        } else {
+            x  = cf_at(&a, swapped ? i0 + n : i0, i1, i2, i3);
+            gv = cf_at(&a, swapped ? i0 : i0 + n, i1, i2, i3);
+        }
+        const double act = cf_glu_act(r->c->ip[0], x);
+        cf_put(r, i0, i1, i2, i3, act * gv, (fabs(act) + 0.01 * fabs(x)) * fabs(gv));
+    }
+    r->rtol = cf_rtol(32, 1, r->b->out->type);
+}
+
+static void cf_ref_reduce(struct cf_ref * r) {
+    const struct cf_acc a = cf_acc_of(r->b, r->b->in[0], false);
+    const enum cf_op op = r->c->op;
+    if (op == CF_OP_SUM) {
+        double s = 0, m = 0;
+        CF_FOR4(a.ne, i0, i1, i2, i3) {
+            const double v = cf_at(&a, i0, i1, i2, i3);
+            s += v;
+            m += fabs(v);
+        }
+        cf_put(r, 0, 0, 0, 0, s, m);
+        r->rtol = cf_rtol(8, a.ne[0] * a.ne[1] * a.ne[2] * a.ne[3], r->b->out->type);
+        return;
+    }
+    for (int64_t i3 = 0; i3 < a.ne[3]; i3++) {
+        for (int64_t i2 = 0; i2 < a.ne[2]; i2++) {
+            for (int64_t i1 = 0; i1 < a.ne[1]; i1++) {
+                double s = 0, m = 0, best = -INFINITY;
+                int64_t arg = 0;
+                for (int64_t i0 = 0; i0 < a.ne[0]; i0++) {
+                    const double v = cf_at(&a, i0, i1, i2, i3);
+                    s += v;
+                    m += fabs(v);
+                    if (v > best) {
+                        best = v;
+                        arg  = i0;
+                    }
+                }
+                if (op == CF_OP_ARGMAX) {
+                    cf_put(r, i1, 0, 0, 0, (double) arg, 0.0);
+                } else if (op == CF_OP_MEAN) {
+                    cf_put(r, 0, i1, i2, i3, s / (double) a.ne[0], m / (double) a.ne[0]);
+                } else {
+                    cf_put(r, 0, i1, i2, i3, s, m);
+                }
+            }
+        }
+    }
+    r->rtol = op == CF_OP_ARGMAX ? 0.0 : cf_rtol(8, a.ne[0], r->b->out->type);
+}
+
+static void cf_ref_repeat(struct cf_ref * r) {
+    const struct cf_acc a = cf_acc_of(r->b, r->b->in[0], false);
+    CF_FOR4(r->ne, i0, i1, i2, i3) {
+        cf_put(r, i0, i1, i2, i3, cf_at(&a, i0 % a.ne[0], i1 % a.ne[1], i2 % a.ne[2], i3 % a.ne[3]), 0.0);
+    }
+    r->rtol = 0.0;
+}
+
+static void cf_ref_concat(struct cf_ref * r) {
+    const struct cf_acc a = cf_acc_of(r->b, r->b->in[0], false);
+    const struct cf_acc x = cf_acc_of(r->b, r->b->in[1], false);
+    const int dim = r->c->ip[0];
+    CF_FOR4(r->ne, i0, i1, i2, i3) {
+        int64_t i[4] = { i0, i1, i2, i3 };
+        double v;
+        if (i[dim] < a.ne[dim]) {
+            v = cf_at(&a, i0, i1, i2, i3);
+        } else {
+            i[dim] -= a.ne[dim];
+            v = cf_at(&x, i[0], i[1], i[2], i[3]);
+        }
+        cf_put(r, i0, i1, i2, i3, v, 0.0);
+    }
+    r->rtol = 0.0;
+}
+
+static void cf_ref_norm(struct cf_ref * r) {
+    const struct cf_acc a = cf_acc_of(r->b, r->b->in[0], false);
+    const double eps = (double) r->c->fp[0];
+    const int64_t n = a.ne[0];
+    for (int64_t i3 = 0; i3 < a.ne[3]; i3++) {
+        for (int64_t i2 = 0; i2 < a.ne[2]; i2++) {
+            for (int64_t i1 = 0; i1 < a.ne[1]; i1++) {
+                double sum = 0, sq = 0;
+                for (int64_t i0 = 0; i0 < n; i0++) {
+                    sum += cf_at(&a, i0, i1, i2, i3);
+                }
+                const double mean = r->c->op == CF_OP_NORM ? sum / (double) n : 0.0;
+                for (int64_t i0 = 0; i0 < n; i0++) {
+                    const double d = cf_at(&a, i0, i1, i2, i3) - mean;
+                    sq += d * d;
+                }
+                const double inv = 1.0 / sqrt(sq / (double) n + eps);
+                for (int64_t i0 = 0; i0 < n; i0++) {
+                    const double w = (cf_at(&a, i0, i1, i2, i3) - mean) * inv;
+                    cf_put(r, i0, i1, i2, i3, w, fabs(w) + 1.0);
+                }
+            }
+        }
+    }
+    r->rtol = cf_rtol(16, n, GGML_TYPE_F32);
+}
+
+static void cf_ref_mul_mat(struct cf_ref * r) {
+    const struct cf_acc a = cf_acc_of(r->b, r->b->in[0], false);
+    const struct cf_acc x = cf_acc_of(r->b, r->b->in[1], false);
+    const int64_t K = a.ne[0];
+    const int64_t r2 = x.ne[2] / a.ne[2], r3 = x.ne[3] / a.ne[3];
+    CF_FOR4(r->ne, n, m, i2, i3) {
+        double s = 0, mag = 0;
+        for (int64_t k = 0; k < K; k++) {
+            const double p = cf_at(&a, k, n, i2 / r2, i3 / r3) * cf_at(&x, k, m, i2, i3);
+            s += p;
+            mag += fabs(p);
+        }
+        cf_put(r, n, m, i2, i3, s, mag);
+    }
+    r->rtol = cf_rtol(8, K, a.type);
+}
+
+static void cf_ref_get_rows(struct cf_ref * r) {
+    const struct cf_acc a = cf_acc_of(r->b, r->b->in[0], false);
+    const struct cf_acc idx = cf_acc_of(r->b, r->b->in[1], false);
+    const enum ggml_type ot = r->b->out->type;
+    CF_FOR4(r->ne, i0, i1, i2, i3) {
+        const int64_t row = (int64_t) cf_at(&idx, i1, i2, i3, 0);
+        cf_put(r, i0, i1, i2, i3, cf_round_to(ot, cf_at(&a, i0, row, i2, i3)), 0.0);
+    }
+    r->rtol = 0.0;
+}
+
+static void cf_ref_set_rows(struct cf_ref * r) {
+    const struct cf_acc dst = cf_acc_of(r->b, r->b->in[0], false);
+    const struct cf_acc src = cf_acc_of(r->b, r->b->in[1], false);
+    const struct cf_acc idx = cf_acc_of(r->b, r->b->in[2], false);
+    CF_FOR4(r->ne, i0, i1, i2, i3) {
+        cf_put(r, i0, i1, i2, i3, cf_at(&dst, i0, i1, i2, i3), 0.0);
+    }
+    for (int64_t i3 = 0; i3 < src.ne[3]; i3++) {
+        for (int64_t i2 = 0; i2 < src.ne[2]; i2++) {
+            for (int64_t i = 0; i < src.ne[1]; i++) {
+                const int64_t row = (int64_t) cf_at(&idx, i, i2 % idx.ne[1], i3 % idx.ne[2], 0);
+                for (int64_t i0 = 0; i0 < src.ne[0]; i0++) {
+                    cf_put(r, i0, row, i2, i3, cf_round_to(dst.type, cf_at(&src, i0, i, i2, i3)), 0.0);
+                }
+            }
+        }
+    }
+    r->rtol = 0.0;
+}
+
+static void cf_ref_diag_mask(struct cf_ref * r) {
+    const struct cf_acc a = cf_acc_of(r->b, r->b->in[0], false);
+    const int64_t n_past = r->c->ip[0];
+    CF_FOR4(r->ne, i0, i1, i2, i3) {
+        cf_put(r, i0, i1, i2, i3, i0 > n_past + i1 ? -INFINITY : cf_at(&a, i0, i1, i2, i3), 0.0);
+    }
+    r->rtol = 0.0;
+}
+
+/* ALiBi: the slope of head h of n_head, geometric as upstream defines it */
+static double cf_alibi_slope(double max_bias, int64_t n_head, int64_t h) {
+    if (!(max_bias > 0)) {
+        return 1.0;
+    }
+    int64_t n_log2 = 1;
+    while (n_log2 * 2 <= n_head) {
+        n_log2 *= 2;
+    }
+    const double m0 = pow(2.0, -max_bias / (double) n_log2);
+    const double m1 = pow(2.0, -(max_bias / 2.0) / (double) n_log2);
+    return h < n_log2 ? pow(m0, (double) (h + 1)) : pow(m1, (double) (2 * (h - n_log2) + 1));
+}
+
+static void cf_ref_soft_max(struct cf_ref * r) {
+    const struct cf_acc a = cf_acc_of(r->b, r->b->in[0], false);
+    const bool has_mask = r->c->op == CF_OP_SOFT_MAX_EXT && r->c->ip[0] != 0;
+    struct cf_acc m = a;
+    if (has_mask) {
+        m = cf_acc_of(r->b, r->b->in[1], false);
+    }
+    const double scale = r->c->op == CF_OP_SOFT_MAX_EXT ? (double) r->c->fp[0] : 1.0;
+    const double max_bias = r->c->op == CF_OP_SOFT_MAX_EXT ? (double) r->c->fp[1] : 0.0;
+    const int64_t n = a.ne[0];
+    double * w = malloc((size_t) n * sizeof *w);
+    if (w == NULL) {
+        r->rtol = -1;
+        return;
+    }
+    for (int64_t i3 = 0; i3 < a.ne[3]; i3++) {
+        for (int64_t i2 = 0; i2 < a.ne[2]; i2++) {
+            const double slope = cf_alibi_slope(max_bias, a.ne[2], i2);
+            for (int64_t i1 = 0; i1 < a.ne[1]; i1++) {
+                double mx = -INFINITY;
+                for (int64_t i0 = 0; i0 < n; i0++) {
+                    w[i0] = cf_at(&a, i0, i1, i2, i3) * scale;
+                    if (has_mask) {
+                        w[i0] += slope * cf_at(&m, i0, i1, i2 % m.ne[2], i3 % m.ne[3]);
+                    }
+                    mx = w[i0] > mx ? w[i0] : mx;
+                }
+                double sum = 0;
+                for (int64_t i0 = 0; i0 < n; i0++) {
+                    w[i0] = exp(w[i0] - mx);
+                    sum += w[i0];
+                }
+                for (int64_t i0 = 0; i0 < n; i0++) {
+                    cf_put(r, i0, i1, i2, i3, w[i0] / sum, w[i0] / sum);
+                }
+            }
+        }
+    }
+    free(w);
+    r->rtol = cf_rtol(32, n, GGML_TYPE_F32);
+}
+
+/* the YaRN correction range [lo, hi] in pairs, as ggml defines it */
+static void cf_yarn_dims(int n_dims, int n_ctx_orig, double base, double beta_fast, double beta_slow, double * lo,
+                         double * hi) {
+    const double d_fast = n_dims * log(n_ctx_orig / (beta_fast * 2.0 * CF_PI)) / (2.0 * log(base));
+    const double d_slow = n_dims * log(n_ctx_orig / (beta_slow * 2.0 * CF_PI)) / (2.0 * log(base));
+    *lo = fmax(0.0, floor(d_fast));
+    *hi = fmin((double) (n_dims - 1), ceil(d_slow));
+}
+
+static void cf_ref_rope(struct cf_ref * r) {
+    const struct cf_op_case * c = r->c;
+    const struct cf_acc a   = cf_acc_of(r->b, r->b->in[0], false);
+    const struct cf_acc pos = cf_acc_of(r->b, r->b->in[1], false);
+    struct cf_acc ff = a;
+    const bool has_ff = c->ip[3] != 0;
+    if (has_ff) {
+        ff = cf_acc_of(r->b, r->b->in[2], false);
+    }
+    const int n_dims = c->ip[1];
+    const bool neox = c->ip[0] == GGML_ROPE_TYPE_NEOX;
+    const bool ext = c->ip[2] != 0;
+    const double base = ext ? c->fp[0] : 10000.0, freq_scale = ext ? c->fp[1] : 1.0;
+    const double attn = ext ? c->fp[2] : 1.0, ext_factor = ext ? c->fp[3] : 0.0;
+    double lo = 0, hi = 0;
+    cf_yarn_dims(n_dims, 256, base, 32.0, 1.0, &lo, &hi);
+    const double mscale = ext_factor != 0 ? attn * (1.0 + 0.1 * log(1.0 / freq_scale)) : attn;
+
+    for (int64_t i3 = 0; i3 < a.ne[3]; i3++) {
+        for (int64_t i2 = 0; i2 < a.ne[2]; i2++) {
+            const double p = cf_at(&pos, i2, 0, 0, 0);
+            for (int64_t i1 = 0; i1 < a.ne[1]; i1++) {
+                for (int pair = 0; pair < n_dims / 2; pair++) {
+                    const double f = has_ff ? cf_at(&ff, pair, 0, 0, 0) : 1.0;
+                    const double extrap = p * pow(base, -2.0 * pair / n_dims) / f;
+                    double theta = freq_scale * extrap;
+                    if (ext_factor != 0) {
+                        const double y = (pair - lo) / fmax(0.001, hi - lo);
+                        const double mix = (1.0 - fmin(1.0, fmax(0.0, y))) * ext_factor;
+                        theta = theta * (1.0 - mix) + extrap * mix;
+                    }
+                    const int64_t j0 = neox ? pair : 2 * pair;
+                    const int64_t j1 = neox ? pair + n_dims / 2 : 2 * pair + 1;
+                    const double x0 = cf_at(&a, j0, i1, i2, i3), x1 = cf_at(&a, j1, i1, i2, i3);
+                    const double cs = cos(theta) * mscale, sn = sin(theta) * mscale;
+                    const double s = (fabs(x0) + fabs(x1)) * fabs(mscale);
+                    cf_put(r, j0, i1, i2, i3, x0 * cs - x1 * sn, s);
+                    cf_put(r, j1, i1, i2, i3, x0 * sn + x1 * cs, s);
+                }
+                for (int64_t i0 = n_dims; i0 < a.ne[0]; i0++) {
+                    const double v = cf_at(&a, i0, i1, i2, i3);
+                    cf_put(r, i0, i1, i2, i3, v, fabs(v));
+                }
+            }
+        }
+    }
+    /* angles up to 100 rad in float: the angle itself is off by ~1e-5 */
+    const double t = 1e-4, o = cf_eps(r->b->out->type);
+    r->rtol = t > o ? t : o;
+}
+
+/* fills r->want, r->scale and r->rtol; rtol < 0 when the reference could not be computed */
+static void cf_reference(struct cf_ref * r) {
+    switch (r->c->op) {
+    case CF_OP_DUP:
+    case CF_OP_CPY:
+    case CF_OP_CONT: cf_ref_copy(r); break;
+    case CF_OP_ADD:
+    case CF_OP_SUB:
+    case CF_OP_MUL:
+    case CF_OP_DIV: cf_ref_binary(r); break;
+    case CF_OP_SCALE:
+    case CF_OP_SQR:
+    case CF_OP_SQRT:
+    case CF_OP_UNARY: cf_ref_elementwise(r); break;
+    case CF_OP_GLU: cf_ref_glu(r); break;
+    case CF_OP_SUM:
+    case CF_OP_SUM_ROWS:
+    case CF_OP_MEAN:
+    case CF_OP_ARGMAX: cf_ref_reduce(r); break;
+    case CF_OP_REPEAT: cf_ref_repeat(r); break;
+    case CF_OP_CONCAT: cf_ref_concat(r); break;
+    case CF_OP_NORM:
+    case CF_OP_RMS_NORM: cf_ref_norm(r); break;
+    case CF_OP_MUL_MAT: cf_ref_mul_mat(r); break;
+    case CF_OP_GET_ROWS: cf_ref_get_rows(r); break;
+    case CF_OP_SET_ROWS: cf_ref_set_rows(r); break;
+    case CF_OP_DIAG_MASK_INF: cf_ref_diag_mask(r); break;
+    case CF_OP_SOFT_MAX:
+    case CF_OP_SOFT_MAX_EXT: cf_ref_soft_max(r); break;
+    case CF_OP_ROPE: cf_ref_rope(r); break;
+    default: r->rtol = -1; break;
+    }
+}
+
+#endif /* GGMLX_CF_REF_H */

@@ -1,0 +1,632 @@
+/*
+ * cf-rules.h -- the backend-rule cases: what every device must do besides computing ops right
+ * (buffers, tensor copies in and out, the queue's ordering, events, sticky errors), each checked
+ * through the public API only, so they run unchanged on CPU, SIM and CUDA devices.
+ *
+ * Waits are bounded where the API allows it; a wait that never returns is caught by the
+ * runner's per-case watchdog (ggml-conformance.c) or by CTest's timeout.
+ */
+#ifndef GGMLX_CF_RULES_H
+#define GGMLX_CF_RULES_H
+
+#include "cf-exec.h"
+
+#include <stdatomic.h>
+#include <time.h>
+
+/* Expected errors are logged by the library; while set, the runner's log callback drops them. */
+static atomic_int cf_quiet;
+
+/* a small allocated set of tensors on the device */
+struct cf_fixture {
+    struct ggml_context * ctx;
+    ggml_backend_buffer_t buf;
+};
+
+static bool cf_fixture_begin(struct cf_fixture * f, struct cf_result * res) {
+    struct ggml_init_params p = { 32 * ggml_tensor_overhead() + 2 * ggml_graph_overhead(), NULL, true };
+    f->buf = NULL;
+    f->ctx = ggml_init(p);
+    if (f->ctx == NULL) {
+        cf_set(res, CF_FAIL, "ggml_init: %s", cf_last_error());
+        return false;
+    }
+    return true;
+}
+
+static bool cf_fixture_alloc(struct cf_fixture * f, const struct cf_device * d, struct cf_result * res) {
+    f->buf = ggml_backend_alloc_ctx_tensors_from_buft(f->ctx, d->buft);
+    if (f->buf == NULL) {
+        cf_set(res, CF_FAIL, "ggml_backend_alloc_ctx_tensors_from_buft: %s", cf_last_error());
+        return false;
+    }
+    return true;
+}
+
+static void cf_fixture_end(struct cf_fixture * f) {
+    ggml_backend_buffer_free(f->buf);
+    ggml_free(f->ctx);
+    f->buf = NULL;
+    f->ctx = NULL;
+}
+
+static void cf_random_bytes(struct cf_rng * rng, void * p, size_t n) {
+    unsigned char * c = p;
+    for (size_t i = 0; i < n; i++) {
+        c[i] = (unsigned char) (cf_next(rng) >> 56);
+    }
+}
+
+static void cf_sleep_ms(int ms) {
+    struct timespec ts = { ms / 1000, (long) (ms % 1000) * 1000000L };
+    nanosleep(&ts, NULL);
+}
+
+/* ---- buffers ------------------------------------------------------------------------------- */
+
+static void cf_rule_buffer_alloc(const struct cf_options * opt, struct cf_device * d, struct cf_result * res) {
+    (void) opt;
+    const size_t size = 1u << 20;
+    ggml_backend_buffer_t buf = ggml_backend_buft_alloc_buffer(d->buft, size);
+    if (buf == NULL) {
+        cf_set(res, CF_FAIL, "ggml_backend_buft_alloc_buffer(1 MiB): %s", cf_last_error());
+        return;
+    }
+    const size_t align = ggml_backend_buffer_get_alignment(buf);
+    CF_FAIL_IF(res, ggml_backend_buffer_get_size(buf) < size, "size %zu < %zu", ggml_backend_buffer_get_size(buf), size);
+    CF_FAIL_IF(res, ggml_backend_buffer_get_base(buf) == NULL, "base is NULL");
+    CF_FAIL_IF(res, align == 0 || (align & (align - 1)) != 0, "alignment %zu is not a power of two", align);
+    CF_FAIL_IF(res, align != ggml_backend_buft_get_alignment(d->buft), "buffer alignment %zu != its type's %zu", align,
+               ggml_backend_buft_get_alignment(d->buft));
+    CF_FAIL_IF(res, ((uintptr_t) ggml_backend_buffer_get_base(buf)) % align != 0, "base not aligned to %zu", align);
+    CF_FAIL_IF(res, ggml_backend_buffer_get_type(buf) != d->buft, "get_type is not the buffer type it came from");
+    CF_FAIL_IF(res, ggml_backend_buffer_is_host(buf) != ggml_backend_buft_is_host(d->buft), "is_host differs from its type's");
+    CF_FAIL_IF(res, ggml_backend_buffer_name(buf) == NULL, "no name");
+    /* upstream leaves the CPU buffer type without a device; any other must name its own */
+    const ggml_backend_dev_t bdev = ggml_backend_buft_get_device(d->buft);
+    CF_FAIL_IF(res, bdev != d->dev && !(bdev == NULL && d->props.type == GGML_BACKEND_DEVICE_TYPE_CPU),
+               "the buffer type's device is not the device");
+    ggml_backend_buffer_set_usage(buf, GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
+    CF_FAIL_IF(res, ggml_backend_buffer_get_usage(buf) != GGML_BACKEND_BUFFER_USAGE_WEIGHTS, "usage not kept");
+    ggml_backend_buffer_free(buf);
+
+    /* a zero-size buffer is a valid, empty buffer */
+    buf = ggml_backend_buft_alloc_buffer(d->buft, 0);
+    CF_FAIL_IF(res, buf == NULL, "a zero-size buffer was refused: %s", cf_last_error());
+    ggml_backend_buffer_free(buf);
+    ggml_backend_buffer_free(NULL); /* allowed, does nothing */
+}
+
+static void cf_rule_buffer_clear(const struct cf_options * opt, struct cf_device * d, struct cf_result * res) {
+    (void) opt;
+    struct cf_fixture f;
+    if (!cf_fixture_begin(&f, res)) {
+        return;
+    }
+    struct ggml_tensor * t = ggml_new_tensor_1d(f.ctx, GGML_TYPE_F32, 1000);
+    if (t == NULL || !cf_fixture_alloc(&f, d, res)) {
+        CF_FAIL_IF(res, t == NULL, "ggml_new_tensor_1d: %s", cf_last_error());
+        goto out;
+    }
+    unsigned char h[4000];
+    const uint8_t values[2] = { 0x5A, 0x00 };
+    for (int v = 0; v < 2; v++) {
+        ggml_backend_buffer_clear(f.buf, values[v]);
+        memset(h, 0xEE, sizeof h);
+        ggml_backend_tensor_get(t, h, 0, sizeof h);
+        for (size_t i = 0; i < sizeof h; i++) {
+            if (h[i] != values[v]) {
+                cf_set(res, CF_FAIL, "after clear(0x%02x), byte %zu is 0x%02x", values[v], i, h[i]);
+                goto out;
+            }
+        }
+    }
+out:
+    cf_fixture_end(&f);
+}
+
+/* ---- tensor set / get ------------------------------------------------------------------------ */
+
+static void cf_rule_set_get(const struct cf_options * opt, struct cf_device * d, struct cf_result * res) {
+    struct cf_fixture f;
+    if (!cf_fixture_begin(&f, res)) {
+        return;
+    }
+    struct ggml_tensor * t = ggml_new_tensor_1d(f.ctx, GGML_TYPE_F32, 1037);
+    if (t == NULL || !cf_fixture_alloc(&f, d, res)) {
+        CF_FAIL_IF(res, t == NULL, "ggml_new_tensor_1d: %s", cf_last_error());
+        goto out;
+    }
+    struct cf_rng rng = cf_rng_new(opt->seed, cf_hash("rule set/get"));
+    const size_t n = ggml_nbytes(t);
+    unsigned char a[4148], bb[4148], part[148];
+    cf_random_bytes(&rng, a, n);
+    ggml_backend_tensor_set(t, a, 0, n);
+    memset(bb, 0, n);
+    ggml_backend_tensor_get(t, bb, 0, n);
+    CF_FAIL_IF(res, memcmp(a, bb, n) != 0, "whole-tensor get differs from what was set");
+
+    /* a part at an offset: only those bytes change */
+    cf_random_bytes(&rng, part, sizeof part);
+    ggml_backend_tensor_set(t, part, 400, sizeof part);
+    memcpy(a + 400, part, sizeof part);
+    ggml_backend_tensor_get(t, bb, 0, n);
+    CF_FAIL_IF(res, memcmp(a, bb, n) != 0, "set at offset 400 changed other bytes or missed some");
+    unsigned char got[148];
+    ggml_backend_tensor_get(t, got, 400, sizeof got);
+    CF_FAIL_IF(res, memcmp(got, part, sizeof part) != 0, "get at offset 400 differs");
+
+    /* memset of a range */
+    ggml_backend_tensor_memset(t, 0x7F, 40, 80);
+    memset(a + 40, 0x7F, 80);
+    ggml_backend_tensor_get(t, bb, 0, n);
+    CF_FAIL_IF(res, memcmp(a, bb, n) != 0, "tensor_memset(0x7f, 40, 80) wrong");
+out:
+    cf_fixture_end(&f);
+}
+
+static void cf_rule_set_get_2d(const struct cf_options * opt, struct cf_device * d, struct cf_result * res) {
+    struct cf_fixture f;
+    if (!cf_fixture_begin(&f, res)) {
+        return;
+    }
+    struct ggml_tensor * t = ggml_new_tensor_2d(f.ctx, GGML_TYPE_F32, 64, 8);
+    if (t == NULL || !cf_fixture_alloc(&f, d, res)) {
+        CF_FAIL_IF(res, t == NULL, "ggml_new_tensor_2d: %s", cf_last_error());
+        goto out;
+    }
+    struct cf_rng rng = cf_rng_new(opt->seed, cf_hash("rule set/get 2d"));
+    enum { ROW = 64 * 4, N = 8 * 64 * 4 };
+    unsigned char base[N], src[8 * 48], dev[N], back[8 * 48];
+    cf_random_bytes(&rng, base, N);
+    cf_random_bytes(&rng, src, sizeof src);
+    ggml_backend_tensor_set(t, base, 0, N);
+    /* 8 runs of 40 bytes, from host rows 48 bytes apart into tensor rows at byte 12 */
+    ggml_backend_tensor_set_2d(t, src, 12, 40, 8, t->nb[1], 48);
+    for (int r = 0; r < 8; r++) {
+        memcpy(base + r * ROW + 12, src + r * 48, 40);
+    }
+    ggml_backend_tensor_get(t, dev, 0, N);
+    CF_FAIL_IF(res, memcmp(dev, base, N) != 0, "tensor_set_2d wrote the wrong bytes");
+    memset(back, 0, sizeof back);
+    ggml_backend_tensor_get_2d(t, back, 12, 40, 8, t->nb[1], 48);
+    for (int r = 0; r < 8; r++) {
+        CF_FAIL_IF(res, memcmp(back + r * 48, src + r * 48, 40) != 0, "tensor_get_2d row %d differs", r);
+    }
+out:
+    cf_fixture_end(&f);
+}
+
+static void cf_rule_out_of_range(const struct cf_options * opt, struct cf_device * d, struct cf_result * res) {
+    struct cf_fixture f;
+    if (!cf_fixture_begin(&f, res)) {
+        return;
+    }
+    struct ggml_tensor * t = ggml_new_tensor_1d(f.ctx, GGML_TYPE_F32, 100);
+    if (t == NULL || !cf_fixture_alloc(&f, d, res)) {
+        CF_FAIL_IF(res, t == NULL, "ggml_new_tensor_1d: %s", cf_last_error());
+        goto out;
+    }
+    struct cf_rng rng = cf_rng_new(opt->seed, cf_hash("rule out of range"));
+    unsigned char a[400], junk[64], h[400];
+    cf_random_bytes(&rng, a, sizeof a);
+    memset(junk, 0xC3, sizeof junk);
+    ggml_backend_tensor_set(t, a, 0, sizeof a);
+
+    atomic_store(&cf_quiet, 1);
+    ggmlx_clear_last_error();
+    ggml_backend_tensor_set(t, junk, 384, 32); /* 16 bytes past the end */
+    CF_FAIL_IF(res, ggmlx_last_error() == NULL, "set past the end gave no error");
+    ggml_backend_tensor_set(t, junk, 401, 0);
+    ggml_backend_tensor_set(t, junk, SIZE_MAX - 8, 16); /* offset + size wraps around */
+    ggml_backend_tensor_set_2d(t, junk, 0, 32, 4, 100, 0); /* the last run ends at 332: fits */
+    memcpy(a, junk, 32), memcpy(a + 100, junk, 32), memcpy(a + 200, junk, 32), memcpy(a + 300, junk, 32);
+    ggml_backend_tensor_set_2d(t, junk, 0, 32, 5, 100, 0); /* the fifth run ends at 432: refused */
+    ggml_backend_tensor_memset(t, 0, 390, 20);
+
+    memset(h, 0xEE, sizeof h);
+    ggmlx_clear_last_error();
+    ggml_backend_tensor_get(t, h, 300, 101);
+    CF_FAIL_IF(res, ggmlx_last_error() == NULL, "get past the end gave no error");
+    for (size_t i = 0; i < sizeof h; i++) {
+        if (h[i] != 0xEE) {
+            CF_FAIL_IF(res, true, "get past the end wrote into the host buffer (byte %zu)", i);
+            break;
+        }
+    }
+    atomic_store(&cf_quiet, 0);
+
+    ggml_backend_tensor_get(t, h, 0, sizeof h);
+    CF_FAIL_IF(res, memcmp(h, a, sizeof a) != 0, "a refused set/memset changed the tensor");
+out:
+    atomic_store(&cf_quiet, 0);
+    cf_fixture_end(&f);
+}
+
+static void cf_rule_tensor_copy(const struct cf_options * opt, struct cf_device * d, struct cf_result * res) {
+    struct cf_fixture f;
+    if (!cf_fixture_begin(&f, res)) {
+        return;
+    }
+    struct ggml_tensor * s  = ggml_new_tensor_2d(f.ctx, GGML_TYPE_F32, 33, 7);
+    struct ggml_tensor * t  = ggml_new_tensor_2d(f.ctx, GGML_TYPE_F32, 33, 7);
+    struct ggml_tensor * t2 = ggml_new_tensor_2d(f.ctx, GGML_TYPE_F32, 33, 7);
+    ggml_backend_t b1 = NULL, b2 = NULL;
+    if (s == NULL || t == NULL || t2 == NULL || !cf_fixture_alloc(&f, d, res)) {
+        CF_FAIL_IF(res, true, "ggml_new_tensor_2d: %s", cf_last_error());
+        goto out;
+    }
+    struct cf_rng rng = cf_rng_new(opt->seed, cf_hash("rule tensor copy"));
+    unsigned char a[33 * 7 * 4], h[33 * 7 * 4];
+    cf_random_bytes(&rng, a, sizeof a);
+    ggml_backend_tensor_set(s, a, 0, sizeof a);
+    ggml_backend_tensor_copy(s, t);
+    ggml_backend_tensor_get(t, h, 0, sizeof h);
+    CF_FAIL_IF(res, memcmp(a, h, sizeof a) != 0, "tensor_copy: destination differs");
+
+    /* between two backends of the device: ordered after what src's queue holds */
+    b1 = ggml_backend_dev_init(d->dev, NULL);
+    b2 = ggml_backend_dev_init(d->dev, NULL);
+    if (b1 == NULL || b2 == NULL) {
+        cf_set(res, CF_FAIL, "ggml_backend_dev_init: %s", cf_last_error());
+        goto out;
+    }
+    cf_random_bytes(&rng, a, sizeof a);
+    ggml_backend_tensor_set_async(b1, s, a, 0, sizeof a);
+    ggml_backend_tensor_copy_async(b1, b2, s, t2);
+    memset(h, 0, sizeof h);
+    ggml_backend_tensor_get_async(b2, t2, h, 0, sizeof h);
+    ggml_backend_synchronize(b2);
+    ggml_backend_synchronize(b1);
+    CF_FAIL_IF(res, memcmp(a, h, sizeof a) != 0, "tensor_copy_async did not copy what was queued before it");
+out:
+    ggml_backend_free(b1);
+    ggml_backend_free(b2);
+    cf_fixture_end(&f);
+}
+
+/* ---- the queue ------------------------------------------------------------------------------- */
+
+static void cf_rule_async_order(const struct cf_options * opt, struct cf_device * d, struct cf_result * res) {
+    struct cf_fixture f;
+    if (!cf_fixture_begin(&f, res)) {
+        return;
+    }
+    struct ggml_tensor * t = ggml_new_tensor_1d(f.ctx, GGML_TYPE_F32, 4099);
+    if (t == NULL || !cf_fixture_alloc(&f, d, res)) {
+        CF_FAIL_IF(res, t == NULL, "ggml_new_tensor_1d: %s", cf_last_error());
+        goto out;
+    }
+    enum { N = 4099 * 4 };
+    struct cf_rng rng = cf_rng_new(opt->seed, cf_hash("rule async order"));
+    unsigned char * buf = malloc(4 * N);
+    if (buf == NULL) {
+        cf_set(res, CF_FAIL, "out of host memory");
+        goto out;
+    }
+    unsigned char * a = buf, * bb = buf + N, * h1 = buf + 2 * N, * h2 = buf + 3 * N;
+    cf_random_bytes(&rng, a, N);
+    cf_random_bytes(&rng, bb, N);
+    memset(h1, 0, N);
+    memset(h2, 0, N);
+    /* in-order queue: each get sees the set queued just before it */
+    ggml_backend_tensor_set_async(d->backend, t, a, 0, N);
+    ggml_backend_tensor_get_async(d->backend, t, h1, 0, N);
+    ggml_backend_tensor_set_async(d->backend, t, bb, 0, N);
+    ggml_backend_tensor_get_2d_async(d->backend, t, h2, 0, N / 2, 2, N / 2, N / 2);
+    ggml_backend_synchronize(d->backend);
+    CF_FAIL_IF(res, memcmp(h1, a, N) != 0, "the first get_async did not see the first set_async");
+    CF_FAIL_IF(res, memcmp(h2, bb, N) != 0, "the second get did not see the second set_async");
+    free(buf);
+out:
+    cf_fixture_end(&f);
+}
+
+/* y = silu(x * 2 - b) over 4 x 4097, into y */
+static struct ggml_tensor * cf_small_graph(struct ggml_context * ctx, struct ggml_tensor * x, struct ggml_tensor * b) {
+    struct ggml_tensor * s = ggml_scale(ctx, x, 2.0f);
+    struct ggml_tensor * d = s ? ggml_sub(ctx, s, b) : NULL;
+    return d ? ggml_silu(ctx, d) : NULL;
+}
+
+static void cf_rule_compute_async(const struct cf_options * opt, struct cf_device * d, struct cf_result * res) {
+    struct cf_fixture f;
+    struct ggml_context * gctx = NULL;
+    float * host = NULL;
+    if (!cf_fixture_begin(&f, res)) {
+        return;
+    }
+    struct ggml_tensor * x = ggml_new_tensor_2d(f.ctx, GGML_TYPE_F32, 4097, 4);
+    struct ggml_tensor * b = ggml_new_tensor_2d(f.ctx, GGML_TYPE_F32, 4097, 1);
+    struct ggml_tensor * y = cf_small_graph(f.ctx, x, b);
+    struct ggml_cgraph * gf = y ? ggml_new_graph(f.ctx) : NULL;
+    if (gf == NULL || !cf_fixture_alloc(&f, d, res)) {
+        CF_FAIL_IF(res, gf == NULL, "building the graph: %s", cf_last_error());
+        goto out;
+    }
+    ggml_build_forward_expand(gf, y);
+    const size_t n = 4097 * 4;
+    host = malloc(3 * n * sizeof(float));
+    if (host == NULL) {
+        cf_set(res, CF_FAIL, "out of host memory");
+        goto out;
+    }
+    float * r1 = host + n, * r2 = host + 2 * n;
+    struct cf_rng rng = cf_rng_new(opt->seed, cf_hash("rule compute async"));
+    for (size_t i = 0; i < n; i++) {
+        host[i] = (float) cf_uniform(&rng, -3, 3);
+    }
+    ggml_backend_tensor_set(x, host, 0, n * sizeof(float));
+    ggml_backend_tensor_set(b, host + 7, 0, 4097 * sizeof(float));
+
+    enum ggml_status st = ggml_backend_graph_compute(d->backend, gf);
+    CF_FAIL_IF(res, st != GGML_STATUS_SUCCESS, "graph_compute: %s: %s", ggml_status_to_string(st), cf_last_error());
+    ggml_backend_tensor_get(y, r1, 0, n * sizeof(float));
+    for (size_t i = 0; i < n; i++) {
+        const double v = 2.0 * host[i] - host[7 + i % 4097];
+        const double want = v / (1.0 + exp(-v));
+        if (!(fabs(r1[i] - want) <= 1e-5 * (fabs(want) + fabs(v)))) {
+            CF_FAIL_IF(res, true, "graph_compute: y[%zu] = %.9g, want %.9g", i, r1[i], want);
+            break;
+        }
+    }
+
+    ggml_backend_tensor_memset(y, 0xFF, 0, n * sizeof(float));
+    st = ggml_backend_graph_compute_async(d->backend, gf);
+    CF_FAIL_IF(res, st != GGML_STATUS_SUCCESS, "graph_compute_async: %s: %s", ggml_status_to_string(st), cf_last_error());
+    ggml_backend_synchronize(d->backend);
+    ggml_backend_tensor_get(y, r2, 0, n * sizeof(float));
+    CF_FAIL_IF(res, memcmp(r1, r2, n * sizeof(float)) != 0, "graph_compute_async + synchronize differs from graph_compute");
+
+    /* the graph and its nodes' metadata may go as soon as compute_async returns: build the
+     * same computation in a context of its own, writing into y's memory, and free it at once */
+    struct ggml_init_params gp = { 8 * ggml_tensor_overhead() + ggml_graph_overhead(), NULL, true };
+    gctx = ggml_init(gp);
+    struct ggml_tensor * y2 = gctx ? cf_small_graph(gctx, x, b) : NULL;
+    struct ggml_cgraph * g2 = y2 ? ggml_new_graph(gctx) : NULL;
+    if (g2 == NULL) {
+        CF_FAIL_IF(res, true, "building the second graph: %s", cf_last_error());
+        goto out;
+    }
+    ggml_build_forward_expand(g2, y2);
+    /* every node of g2 lives in gctx; give them memory: the intermediates in y2's place too
+     * would race, so they go where the first graph's intermediates are */
+    for (int i = 0; i < ggml_graph_n_nodes(g2); i++) {
+        struct ggml_tensor * node  = ggml_graph_node(g2, i);
+        struct ggml_tensor * node1 = ggml_graph_node(gf, i);
+        if (ggml_backend_tensor_alloc(f.buf, node, node1->data) != GGML_STATUS_SUCCESS) {
+            CF_FAIL_IF(res, true, "ggml_backend_tensor_alloc: %s", cf_last_error());
+            goto out;
+        }
+    }
+    ggml_backend_tensor_memset(y, 0xFF, 0, n * sizeof(float));
+    /* held, the queue cannot have started when the metadata goes (where the backend has a hold) */
+    const bool held = ggmlx_backend_queue_hold(d->backend);
+    st = ggml_backend_graph_compute_async(d->backend, g2);
+    ggml_free(gctx);
+    gctx = NULL;
+    if (held) {
+        ggmlx_backend_queue_release(d->backend);
+    }
+    CF_FAIL_IF(res, st != GGML_STATUS_SUCCESS, "graph_compute_async: %s: %s", ggml_status_to_string(st), cf_last_error());
+    ggml_backend_synchronize(d->backend);
+    ggml_backend_tensor_get(y, r2, 0, n * sizeof(float));
+    CF_FAIL_IF(res, memcmp(r1, r2, n * sizeof(float)) != 0, "freeing the graph after graph_compute_async changed the result");
+out:
+    free(host);
+    ggml_free(gctx);
+    cf_fixture_end(&f);
+}
+
+/* ---- events -------------------------------------------------------------------------------- */
+
+static void cf_rule_events(const struct cf_options * opt, struct cf_device * d, struct cf_result * res) {
+    if (!d->props.caps.events) {
+        cf_set(res, CF_SKIP, "the device has no events (caps.events false)");
+        return;
+    }
+    struct cf_fixture f;
+    ggml_backend_t b1 = NULL, b2 = NULL;
+    ggml_backend_event_t e = NULL;
+    bool held = false;
+    if (!cf_fixture_begin(&f, res)) {
+        return;
+    }
+    enum { N = 1024 * 4 };
+    struct ggml_tensor * t = ggml_new_tensor_1d(f.ctx, GGML_TYPE_F32, N / 4);
+    if (t == NULL || !cf_fixture_alloc(&f, d, res)) {
+        CF_FAIL_IF(res, t == NULL, "ggml_new_tensor_1d: %s", cf_last_error());
+        goto out;
+    }
+    b1 = ggml_backend_dev_init(d->dev, NULL);
+    b2 = ggml_backend_dev_init(d->dev, NULL);
+    e  = ggml_backend_event_new(d->dev);
+    if (b1 == NULL || b2 == NULL || e == NULL) {
+        cf_set(res, CF_FAIL, "%s: %s", e == NULL ? "ggml_backend_event_new" : "ggml_backend_dev_init", cf_last_error());
+        goto out;
+    }
+    struct cf_rng rng = cf_rng_new(opt->seed, cf_hash("rule events"));
+    unsigned char old_v[N], new_v[N], h[N], now[N];
+    cf_random_bytes(&rng, old_v, N);
+    cf_random_bytes(&rng, new_v, N);
+    memset(h, 0, N);
+    ggml_backend_tensor_set(t, old_v, 0, N);
+
+    /* b1 writes, records; b2 waits for the event, then reads. With b1 held, b2 must stay blocked. */
+    held = ggmlx_backend_queue_hold(b1);
+    ggml_backend_tensor_set_async(b1, t, new_v, 0, N);
+    ggml_backend_event_record(e, b1);
+    ggml_backend_event_wait(b2, e);
+    ggml_backend_tensor_get_async(b2, t, h, 0, N);
+    if (held) {
+        for (int i = 0; i < 25; i++) {
+            cf_sleep_ms(2);
+            if (ggmlx_backend_queue_pending(b2) == 0) {
+                CF_FAIL_IF(res, true, "b2 ran past event_wait while the event's record was still held on b1");
+                break;
+            }
+        }
+        ggmlx_backend_queue_release(b1);
+        held = false;
+    }
+    ggml_backend_event_synchronize(e);
+    /* the host waited for the record, so the write queued before it is done */
+    ggml_backend_tensor_get(t, now, 0, N);
+    CF_FAIL_IF(res, memcmp(now, new_v, N) != 0, "event_synchronize returned before the work recorded before it was done");
+    ggml_backend_synchronize(b2);
+    CF_FAIL_IF(res, memcmp(h, new_v, N) != 0, "b2 read the tensor before b1's write that the event stands for");
+    ggml_backend_synchronize(b1);
+out:
+    if (held) {
+        ggmlx_backend_queue_release(b1);
+    }
+    ggml_backend_event_free(e);
+    ggml_backend_free(b1);
+    ggml_backend_free(b2);
+    cf_fixture_end(&f);
+}
+
+static void cf_rule_event_unrecorded(const struct cf_options * opt, struct cf_device * d, struct cf_result * res) {
+    (void) opt;
+    if (!d->props.caps.events) {
+        cf_set(res, CF_SKIP, "the device has no events (caps.events false)");
+        return;
+    }
+    struct cf_fixture f;
+    ggml_backend_event_t e = NULL;
+    if (!cf_fixture_begin(&f, res)) {
+        return;
+    }
+    struct ggml_tensor * t = ggml_new_tensor_1d(f.ctx, GGML_TYPE_F32, 64);
+    if (t == NULL || !cf_fixture_alloc(&f, d, res)) {
+        CF_FAIL_IF(res, t == NULL, "ggml_new_tensor_1d: %s", cf_last_error());
+        goto out;
+    }
+    e = ggml_backend_event_new(d->dev);
+    if (e == NULL) {
+        cf_set(res, CF_FAIL, "ggml_backend_event_new: %s", cf_last_error());
+        goto out;
+    }
+    ggml_backend_event_synchronize(e); /* returns at once: never recorded counts as done */
+    float a[64], h[64];
+    for (int i = 0; i < 64; i++) {
+        a[i] = (float) i * 0.5f;
+    }
+    ggml_backend_event_wait(d->backend, e);
+    ggml_backend_tensor_set_async(d->backend, t, a, 0, sizeof a);
+    ggml_backend_tensor_get_async(d->backend, t, h, 0, sizeof h);
+    ggml_backend_synchronize(d->backend);
+    CF_FAIL_IF(res, memcmp(a, h, sizeof a) != 0, "work queued after waiting on an unrecorded event did not run");
+out:
+    ggml_backend_event_free(e);
+    cf_fixture_end(&f);
+}
+
+/* ---- errors in queued work --------------------------------------------------------------------- */
+
+static void cf_rule_sticky_status(const struct cf_options * opt, struct cf_device * d, struct cf_result * res) {
+    (void) opt;
+    struct cf_fixture f;
+    ggml_backend_t be = NULL;
+    if (!cf_fixture_begin(&f, res)) {
+        return;
+    }
+    struct ggml_tensor * dst = ggml_new_tensor_2d(f.ctx, GGML_TYPE_F32, 4, 8);
+    struct ggml_tensor * src = ggml_new_tensor_2d(f.ctx, GGML_TYPE_F32, 4, 2);
+    struct ggml_tensor * idx = ggml_new_tensor_1d(f.ctx, GGML_TYPE_I64, 2);
+    struct ggml_tensor * out = dst && src && idx ? ggml_set_rows(f.ctx, dst, src, idx) : NULL;
+    struct ggml_cgraph * gf  = out ? ggml_new_graph(f.ctx) : NULL;
+    if (gf == NULL || !cf_fixture_alloc(&f, d, res)) {
+        CF_FAIL_IF(res, gf == NULL, "building the graph: %s", cf_last_error());
+        goto out;
+    }
+    ggml_build_forward_expand(gf, out);
+    struct cf_result sup;
+    if (!cf_supported(d, gf, &sup)) {
+        cf_set(res, CF_SKIP, "%s", sup.reason);
+        goto out;
+    }
+    be = ggml_backend_dev_init(d->dev, NULL);
+    if (be == NULL) {
+        cf_set(res, CF_FAIL, "ggml_backend_dev_init: %s", cf_last_error());
+        goto out;
+    }
+    float zeros[32] = { 0 }, rows[8] = { 1, 2, 3, 4, 5, 6, 7, 8 }, h[32];
+    const int64_t bad[2] = { 1, 99 }, good[2] = { 6, 2 };
+    ggml_backend_tensor_set(dst, zeros, 0, sizeof zeros);
+    ggml_backend_tensor_set(src, rows, 0, sizeof rows);
+    ggml_backend_tensor_set(idx, bad, 0, sizeof bad);
+
+    atomic_store(&cf_quiet, 1);
+    enum ggml_status st = ggml_backend_graph_compute(be, gf);
+    CF_FAIL_IF(res, st != GGML_STATUS_FAILED, "index 99 of 8 rows: graph_compute returned %s, want %s",
+               ggml_status_to_string(st), ggml_status_to_string(GGML_STATUS_FAILED));
+    CF_FAIL_IF(res, ggmlx_backend_get_status(be) != GGML_STATUS_FAILED, "get_status after the failure: %s",
+               ggml_status_to_string(ggmlx_backend_get_status(be)));
+    ggml_backend_synchronize(be);
+    CF_FAIL_IF(res, ggmlx_backend_get_status(be) != GGML_STATUS_FAILED, "the status did not stick (read again: %s)",
+               ggml_status_to_string(ggmlx_backend_get_status(be)));
+    ggmlx_backend_clear_status(be);
+    CF_FAIL_IF(res, ggmlx_backend_get_status(be) != GGML_STATUS_SUCCESS, "clear_status left %s",
+               ggml_status_to_string(ggmlx_backend_get_status(be)));
+
+    /* the same through compute_async: the error surfaces at synchronize */
+    st = ggml_backend_graph_compute_async(be, gf);
+    CF_FAIL_IF(res, st != GGML_STATUS_SUCCESS && st != GGML_STATUS_FAILED, "graph_compute_async returned %s",
+               ggml_status_to_string(st));
+    ggml_backend_synchronize(be);
+    CF_FAIL_IF(res, ggmlx_backend_get_status(be) != GGML_STATUS_FAILED, "after compute_async + synchronize: %s",
+               ggml_status_to_string(ggmlx_backend_get_status(be)));
+    ggmlx_backend_clear_status(be);
+    atomic_store(&cf_quiet, 0);
+
+    /* usable again */
+    ggml_backend_tensor_set(idx, good, 0, sizeof good);
+    st = ggml_backend_graph_compute(be, gf);
+    CF_FAIL_IF(res, st != GGML_STATUS_SUCCESS, "after clear_status, a valid graph: %s: %s", ggml_status_to_string(st),
+               cf_last_error());
+    ggml_backend_tensor_get(dst, h, 0, sizeof h);
+    for (int r = 0; r < 8; r++) {
+        for (int i = 0; i < 4; i++) {
+            const float want = r == 6 ? rows[i] : r == 2 ? rows[4 + i] : 0.0f;
+            if (h[r * 4 + i] != want) {
+                CF_FAIL_IF(res, true, "after clear_status: row %d col %d is %g, want %g", r, i, (double) h[r * 4 + i],
+                           (double) want);
+                r = 8;
+                break;
+            }
+        }
+    }
+out:
+    atomic_store(&cf_quiet, 0);
+    if (be != NULL) {
+        ggml_backend_synchronize(be);
+        ggmlx_backend_clear_status(be);
+    }
+    ggml_backend_free(be);
+    cf_fixture_end(&f);
+}
+
+/* ---- the table ------------------------------------------------------------------------------- */
+
+typedef void (*cf_rule_fn)(const struct cf_options *, struct cf_device *, struct cf_result *);
+
+static const struct {
+    const char * name;
+    cf_rule_fn   fn;
+} cf_rules[] = {
+    { "rule: buffer alloc, properties, zero size, free", cf_rule_buffer_alloc },
+    { "rule: buffer clear", cf_rule_buffer_clear },
+    { "rule: tensor set/get round trip, offsets, memset", cf_rule_set_get },
+    { "rule: tensor set_2d/get_2d", cf_rule_set_get_2d },
+    { "rule: set/get/memset past the end refused, data unchanged", cf_rule_out_of_range },
+    { "rule: tensor_copy and tensor_copy_async between backends", cf_rule_tensor_copy },
+    { "rule: async set/get run in queue order", cf_rule_async_order },
+    { "rule: graph_compute_async + synchronize equals graph_compute; graph freed after enqueue", cf_rule_compute_async },
+    { "rule: event record/wait/synchronize order two backends", cf_rule_events },
+    { "rule: an event never recorded counts as done", cf_rule_event_unrecorded },
+    { "rule: queued errors are sticky until clear_status", cf_rule_sticky_status },
+};
+#define CF_N_RULES ((int) (sizeof cf_rules / sizeof cf_rules[0]))
+
+#endif /* GGMLX_CF_RULES_H */
