@@ -95,6 +95,24 @@ Test(tools, devices_table_shows_a_loaded_module) {
     expect_in(&r, "testmod:0");
 }
 
+Test(tools, devices_load_all_takes_the_module_named_by_GGML_BACKEND_PATH) {
+    static struct run r;
+    setenv("GGML_BACKEND_PATH", GGMLX_TESTMOD_DIR "/libggml-testmod.so", 1);
+    run_tool(&r, "ggml-devices --load-all --json");
+    cr_assert_eq(r.status, 0, "%s", r.out);
+    expect_in(&r, "{\"name\": \"TESTMOD\", \"devices\": [\"TESTMOD0\"]}");
+    expect_in(&r, "{\"name\": \"CPU\", \"devices\": [\"CPU\"]}");
+}
+
+Test(tools, devices_load_all_without_modules_lists_the_static_backends) {
+    static struct run r;
+    unsetenv("GGML_BACKEND_PATH");
+    run_tool(&r, "ggml-devices --load-all");
+    cr_assert_eq(r.status, 0, "%s", r.out);
+    expect_in(&r, "  CPU ");
+    cr_assert(strstr(r.out, "TESTMOD") == NULL, "%s", r.out);
+}
+
 Test(tools, devices_fails_with_the_reason_when_a_module_cannot_be_loaded) {
     static struct run r;
     run_tool(&r, "ggml-devices --load '" GGMLX_TESTMOD_DIR "/libggml-notabackend.so'");
