@@ -61,12 +61,14 @@ static bool vbuf_grow(struct ggmlx_vbuffer * v, ggml_backend_buffer_type_t buft,
         }
         ggml_backend_buffer_t buf = alloc_chunk(buft, need);
         if (buf == NULL) {
-            ggmlx_error(func, "cannot allocate a %s buffer of %zu bytes (chunk %d of the graph's memory)",
-                        ggml_backend_buft_name(buft), need, c);
             if (have > 0) {
                 v->chunks[c] = alloc_chunk(buft, have);
                 *lost = *lost || v->chunks[c] == NULL;
             }
+            /* after the put-back, whose success would clear the thread's error */
+            ggmlx_error(func, "cannot allocate a %s buffer of %zu bytes (chunk %d of the graph's memory)%s",
+                        ggml_backend_buft_name(buft), need, c,
+                        *lost ? "; the previous buffer could not be restored either" : "");
             return false;
         }
         v->chunks[c] = buf;
