@@ -13,7 +13,6 @@
 #include <dirent.h>
 #include <dlfcn.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,21 +25,6 @@
 static const char * const g_known_backends[] = {
     "blas", "cuda", "hip", "metal", "vulkan", "sycl", "opencl", "rpc", "sim", "cpu",
 };
-
-static void report(bool as_error, const char * func, const char * fmt, ...) __attribute__((format(printf, 3, 4)));
-
-static void report(bool as_error, const char * func, const char * fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    if (as_error) {
-        ggmlx_errorv(func, fmt, ap);
-    } else {
-        char msg[448];
-        vsnprintf(msg, sizeof msg, fmt, ap);
-        ggmlx_log(GGML_LOG_LEVEL_WARN, "%s: %s\n", func, msg);
-    }
-    va_end(ap);
-}
 
 /* dlsym's object pointers become function pointers by copying: ISO C leaves the cast undefined */
 static ggml_backend_score_t score_fn(void * handle) {
@@ -61,7 +45,7 @@ static ggml_backend_init_t init_fn(void * handle) {
 static ggml_backend_reg_t load_module(const char * path, const char * func, bool as_error) {
     if (path == NULL || path[0] == '\0') {
         /* dlopen would hand back the main program for these */
-        report(as_error, func, "path is %s", path == NULL ? "NULL" : "empty");
+        ggmlx_registry_report(as_error, func, "path is %s", path == NULL ? "NULL" : "empty");
         return NULL;
     }
 
@@ -69,7 +53,7 @@ static ggml_backend_reg_t load_module(const char * path, const char * func, bool
     void * handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     if (handle == NULL) {
         const char * why = dlerror();
-        report(as_error, func, "cannot load '%s': %s", path, why ? why : "unknown dlopen error");
+        ggmlx_registry_report(as_error, func, "cannot load '%s': %s", path, why ? why : "unknown dlopen error");
         return NULL;
     }
 
@@ -77,26 +61,28 @@ static ggml_backend_reg_t load_module(const char * path, const char * func, bool
     if (score != NULL) {
         const int s = score();
         if (s <= 0) {
-            report(as_error, func, "'%s' is not supported on this machine (ggml_backend_score returned %d)", path, s);
+            ggmlx_registry_report(as_error, func,
+                                  "'%s' is not supported on this machine (ggml_backend_score returned %d)", path, s);
             goto err_close;
         }
     }
 
     const ggml_backend_init_t init = init_fn(handle);
     if (init == NULL) {
-        report(as_error, func, "'%s' is not a ggml backend module (it exports no ggml_backend_init)", path);
+        ggmlx_registry_report(as_error, func, "'%s' is not a ggml backend module (it exports no ggml_backend_init)",
+                              path);
         goto err_close;
     }
     ggml_backend_reg_t reg = init();
     if (reg == NULL) {
-        report(as_error, func, "ggml_backend_init of '%s' returned NULL", path);
+        ggmlx_registry_report(as_error, func, "ggml_backend_init of '%s' returned NULL", path);
         goto err_close;
     }
     if (reg->api_version != GGML_BACKEND_API_VERSION) {
-        report(as_error, func,
-               "'%s' was built for backend API version %d, this library needs %d "
-               "(modules built against upstream ggml's headers cannot be loaded)",
-               path, reg->api_version, GGML_BACKEND_API_VERSION);
+        ggmlx_registry_report(as_error, func,
+                              "'%s' was built for backend API version %d, this library needs %d "
+                              "(modules built against upstream ggml's headers cannot be loaded)",
+                              path, reg->api_version, GGML_BACKEND_API_VERSION);
         goto err_close;
     }
 

@@ -21,6 +21,10 @@ enum ggmlx_reg_add {
     GGMLX_REG_FAILED,  /* refused (message already given) */
 };
 
+/* An error of func (ggmlx_error) when as_error, else a warning in the log only. */
+GGMLX_INTERNAL void ggmlx_registry_report(bool as_error, const char * func, const char * fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
 /* Makes sure the statically linked backends are registered (once, through pthread_once). */
 GGMLX_INTERNAL void ggmlx_registry_init(void);
 

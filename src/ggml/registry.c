@@ -47,9 +47,7 @@ static size_t             g_n_devs, g_cap_devs;
 
 /* ---- helpers ------------------------------------------------------------------------------- */
 
-static void report(bool as_error, const char * func, const char * fmt, ...) __attribute__((format(printf, 3, 4)));
-
-static void report(bool as_error, const char * func, const char * fmt, ...) {
+void ggmlx_registry_report(bool as_error, const char * func, const char * fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     if (as_error) {
@@ -180,17 +178,18 @@ void ggmlx_registry_init(void) {
 
 enum ggmlx_reg_add ggmlx_registry_add(ggml_backend_reg_t reg, void * handle, const char * func, bool as_error) {
     if (reg == NULL) {
-        report(as_error, func, "reg is NULL");
+        ggmlx_registry_report(as_error, func, "reg is NULL");
         return GGMLX_REG_FAILED;
     }
     if (reg->api_version != GGML_BACKEND_API_VERSION) {
-        report(as_error, func, "registry built for backend API version %d (0x%x), this library needs %d (0x%x)",
-               reg->api_version, (unsigned) reg->api_version, GGML_BACKEND_API_VERSION,
-               (unsigned) GGML_BACKEND_API_VERSION);
+        ggmlx_registry_report(as_error, func,
+                              "registry built for backend API version %d (0x%x), this library needs %d (0x%x)",
+                              reg->api_version, (unsigned) reg->api_version, GGML_BACKEND_API_VERSION,
+                              (unsigned) GGML_BACKEND_API_VERSION);
         return GGMLX_REG_FAILED;
     }
     if (reg->iface.get_name == NULL || reg->iface.get_device_count == NULL || reg->iface.get_device == NULL) {
-        report(as_error, func, "registry lacks get_name, get_device_count or get_device");
+        ggmlx_registry_report(as_error, func, "registry lacks get_name, get_device_count or get_device");
         return GGMLX_REG_FAILED;
     }
 
@@ -199,13 +198,14 @@ enum ggmlx_reg_add ggmlx_registry_add(ggml_backend_reg_t reg, void * handle, con
     const size_t n    = reg->iface.get_device_count(reg);
     ggml_backend_dev_t * devs = NULL;
     if (n > 0 && (devs = calloc(n, sizeof *devs)) == NULL) {
-        report(as_error, func, "out of memory registering '%s'", name);
+        ggmlx_registry_report(as_error, func, "out of memory registering '%s'", name);
         return GGMLX_REG_FAILED;
     }
     for (size_t i = 0; i < n; i++) {
         devs[i] = reg->iface.get_device(reg, i);
         if (devs[i] == NULL || devs[i]->iface.get_name == NULL || devs[i]->iface.get_type == NULL) {
-            report(as_error, func, "device %zu of registry '%s' is NULL or lacks get_name/get_type", i, name);
+            ggmlx_registry_report(as_error, func, "device %zu of registry '%s' is NULL or lacks get_name/get_type",
+                                  i, name);
             free(devs);
             return GGMLX_REG_FAILED;
         }
@@ -235,10 +235,10 @@ out_unlock:
     pthread_mutex_unlock(&g_mutex);
     free(devs);
     if (result == GGMLX_REG_FAILED) {
-        report(as_error, func, "out of memory registering '%s'", name);
+        ggmlx_registry_report(as_error, func, "out of memory registering '%s'", name);
     } else {
-        ggmlx_log(GGML_LOG_LEVEL_DEBUG, "%s: %s backend '%s' (%zu devices)\n", func,
-                  result == GGMLX_REG_ADDED ? "registered" : "already registered:", name, n);
+        ggmlx_log(GGML_LOG_LEVEL_DEBUG, "%s: backend '%s' (%zu devices) %s\n", func, name, n,
+                  result == GGMLX_REG_ADDED ? "registered" : "was registered already");
     }
     return result;
 }
