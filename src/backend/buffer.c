@@ -193,7 +193,7 @@ enum ggml_status ggml_backend_tensor_alloc(ggml_backend_buffer_t buffer, struct 
         ggmlx_error(__func__, "buffer %s has no memory to place tensor '%s' in", ggmlx_buffer_name_of(buffer), tensor->name);
         return GGML_STATUS_FAILED;
     }
-    const size_t size = ggml_backend_buffer_get_alloc_size(buffer, tensor);
+    const size_t size = buffer->buft ? ggml_backend_buft_get_alloc_size(buffer->buft, tensor) : ggml_nbytes(tensor);
     const uintptr_t base = (uintptr_t) buffer->iface.get_base(buffer);
     const uintptr_t at   = (uintptr_t) addr;
     /* compared as integers: addresses outside the buffer are not valid pointer arithmetic */
