@@ -2,7 +2,7 @@
  * ggml-conformance.c -- checks every backend rule and every op on every device the registry
  * finds, in one process: the CPU today, simulated and CUDA devices unchanged later.
  *
- * usage: ggml-conformance [--device NAME] [--filter SUBSTR] [--seed N] [--json] [--list]
+ * usage: ggml-conformance [--device NAME] [--filter SUBSTR] [--seed N] [--json] [--verbose] [--list]
  *
  * One line per case and device: "ok", "FAIL" with the reason, or "skip" when the device does not
  * support the op; then the number of skips, and last "N passed, N failed". Exit status 0 iff
@@ -68,10 +68,12 @@ static void cf_report_case(struct cf_report * rep, const char * device, const ch
         cf_json_string(f, name);
         fprintf(f, ", \"status\": \"%s\", \"reason\": ", cf_status_word(r->status));
         cf_json_string(f, r->reason);
-        fputc('}', f);
+        fprintf(f, ", \"err_ratio\": %.3g}", r->err_ratio);
         rep->first = false;
     } else if (r->reason[0] != '\0' && r->status != CF_OK) {
         fprintf(f, "%-4s %s  %s: %s\n", cf_status_word(r->status), device, name, r->reason);
+    } else if (rep->opt->verbose && r->status == CF_OK) {
+        fprintf(f, "%-4s %s  %s  (error/tolerance %.3g)\n", cf_status_word(r->status), device, name, r->err_ratio);
     } else {
         fprintf(f, "%-4s %s  %s\n", cf_status_word(r->status), device, name);
     }
@@ -287,7 +289,7 @@ static void cf_timeout(int sig) {
 }
 
 static void cf_usage(FILE * f) {
-    fprintf(f, "usage: ggml-conformance [--device NAME] [--filter SUBSTR] [--seed N] [--json] [--list]\n"
+    fprintf(f, "usage: ggml-conformance [--device NAME] [--filter SUBSTR] [--seed N] [--json] [--verbose] [--list]\n"
                "  every backend rule and op case on every device; last line: N passed, N failed\n"
                "  GGMLX_TEST_REQUIRE_CUDA=1: no CUDA device, or a skip on one, is a failure\n");
 }
@@ -302,6 +304,8 @@ int main(int argc, char ** argv) {
         const char * a = argv[i];
         if (strcmp(a, "--json") == 0) {
             opt.json = true;
+        } else if (strcmp(a, "--verbose") == 0 || strcmp(a, "-v") == 0) {
+            opt.verbose = true;
         } else if (strcmp(a, "--list") == 0) {
             list = true;
         } else if ((strcmp(a, "--device") == 0 || strcmp(a, "--filter") == 0 || strcmp(a, "--seed") == 0) &&

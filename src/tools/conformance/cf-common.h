@@ -30,13 +30,15 @@ enum cf_status { CF_OK, CF_FAIL, CF_SKIP };
 struct cf_result {
     enum cf_status status;
     char           reason[CF_REASON_MAX]; /* FAIL: what went wrong; SKIP: why; OK: a short note or "" */
+    double         err_ratio;             /* op cases: the largest |got - want| / tolerance (< 1 passes) */
 };
 
 #if defined(__GNUC__)
 __attribute__((format(printf, 3, 4)))
 #endif
 static void cf_set(struct cf_result * r, enum cf_status st, const char * fmt, ...) {
-    r->status = st;
+    r->status    = st;
+    r->err_ratio = 0.0;
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(r->reason, sizeof r->reason, fmt, ap);

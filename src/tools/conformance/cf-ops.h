@@ -347,8 +347,8 @@ static void cf_cases_mul_mat(struct cf_case_list * l) {
         c->nb[0] = 33, c->nb[1] = 3, c->nb[2] = 2, c->nb[3] = 1;
     }
     /* a matrix-vector product with many rows of a */
-    struct cf_op_case * c = cf_add(l, CF_OP_MUL_MAT, GGML_TYPE_F16, GGML_TYPE_F32, 64, 70000, 1, 1, CF_CONTIG, "rows");
-    c->nb[0] = 64, c->nb[1] = 1, c->nb[2] = 1, c->nb[3] = 1;
+    struct cf_op_case * c = cf_add(l, CF_OP_MUL_MAT, GGML_TYPE_F16, GGML_TYPE_F32, 16, 70000, 1, 1, CF_CONTIG, "rows");
+    c->nb[0] = 16, c->nb[1] = 1, c->nb[2] = 1, c->nb[3] = 1;
 }
 
 static void cf_cases_rows(struct cf_case_list * l) {
@@ -445,8 +445,8 @@ static void cf_cases_attention(struct cf_case_list * l) {
         c->ip[0] = modes[m], c->ip[1] = 64, c->ip[2] = 1;
         c->fp[0] = 10000.0f, c->fp[1] = 0.25f, c->fp[2] = 1.0f, c->fp[3] = 1.0f;
     }
-    struct cf_op_case * c = cf_add(l, CF_OP_ROPE, GGML_TYPE_F32, GGML_TYPE_I32, 32, 2, 70000, 1, CF_CONTIG, "neox");
-    c->ip[0] = GGML_ROPE_TYPE_NEOX, c->ip[1] = 32;
+    struct cf_op_case * c = cf_add(l, CF_OP_ROPE, GGML_TYPE_F32, GGML_TYPE_I32, 8, 1, 70000, 1, CF_CONTIG, "neox");
+    c->ip[0] = GGML_ROPE_TYPE_NEOX, c->ip[1] = 8;
 }
 
 /* every op case, in a fixed order; false when memory ran out */

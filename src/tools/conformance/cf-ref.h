@@ -1,15 +1,16 @@
 /*
  * cf-ref.h -- double-precision references for the op cases. Each reads the inputs exactly as
  * they were stored on the device (from the host copy that was uploaded) and writes the expected
- * result in logical row-major order, with, per element, the magnitude its error is measured
- * against and one relative tolerance for the case:
+ * result in logical row-major order with, per element, the absolute error it allows:
  *
- *     |got - want| <= rtol * scale     (rtol 0: bit-exact; infinities and NaNs must match)
+ *     |got - want| <= tol     (tol 0: bit-exact; infinities and NaNs must match)
  *
- * The scale is what the arithmetic really rounds: |a| + |b| for a sum, the sum of |terms| for a
- * reduction, |x0| + |x1| for a rotation, so one tolerance fits every element. Tolerances allow a
- * few float roundings (more for long reductions, one ulp of the output type, and one ulp of the
- * weights for F16/BF16 matrix products, where a GPU may round b to the weights' type).
+ * Tolerances follow the arithmetic a backend may reasonably do: one rounding of the output type
+ * (half an ulp, allowed as a full one), a few float ulps of what elementwise math rounds (|a| + |b|
+ * for a sum, |x0| + |x1| for a rotation), and for sums of many terms a statistical bound: float
+ * accumulation in any order makes an error far below 16 float ulps of sqrt(sum of the squared
+ * partial sums), while a term missing or counted twice is far above it. For F16/BF16 matrix
+ * products each product may carry one rounding of the weights' type (a GPU may round b to it).
  */
 #ifndef GGMLX_CF_REF_H
 #define GGMLX_CF_REF_H
@@ -61,8 +62,8 @@ struct cf_ref {
     const struct cf_build *   b;
     int64_t                   ne[4]; /* of the result */
     double *                  want;
-    double *                  scale;
-    double                    rtol;
+    double *                  tol;
+    bool                      failed; /* no reference could be computed */
 };
 
 #define CF_FOR4(ne, i0, i1, i2, i3)                                                                 \
@@ -75,17 +76,38 @@ static size_t cf_idx(const int64_t * ne, int64_t i0, int64_t i1, int64_t i2, int
     return (size_t) (((i3 * ne[2] + i2) * ne[1] + i1) * ne[0] + i0);
 }
 
-static void cf_put(struct cf_ref * r, int64_t i0, int64_t i1, int64_t i2, int64_t i3, double want, double scale) {
+static void cf_put(struct cf_ref * r, int64_t i0, int64_t i1, int64_t i2, int64_t i3, double want, double tol) {
     const size_t k = cf_idx(r->ne, i0, i1, i2, i3);
-    r->want[k]  = want;
-    r->scale[k] = scale;
+    r->want[k] = want;
+    r->tol[k]  = tol;
 }
 
-/* tolerance of a computation of n_terms float roundings (sqrt growth) ending in type out */
-static double cf_rtol(double f32_ulps, int64_t n_terms, enum ggml_type out) {
-    const double t = cf_eps(GGML_TYPE_F32) * (f32_ulps + 2.0 * sqrt((double) n_terms));
+/* relative tolerance: f32_ulps float roundings, or one ulp of the output type if that is more */
+static double cf_rtol(double f32_ulps, enum ggml_type out) {
+    const double t = cf_eps(GGML_TYPE_F32) * f32_ulps;
     const double o = cf_eps(out);
     return t > o ? t : o;
+}
+
+/* float ulps of sqrt(sum of squared partial sums) that a long sum may lose, in any order */
+#define CF_SUM_ULPS 16.0
+
+/* running statistics of a sum in its natural order, for the tolerance of a reduction */
+struct cf_sum {
+    double s;  /* the sum */
+    double s2; /* sum of the squared partial sums */
+    double p2; /* sum of the squared terms */
+};
+
+static void cf_sum_add(struct cf_sum * a, double v) {
+    a->s += v;
+    a->s2 += a->s * a->s;
+    a->p2 += v * v;
+}
+
+/* what summing in float may cost, then storing in type out */
+static double cf_sum_tol(const struct cf_sum * a, double want, enum ggml_type out) {
+    return CF_SUM_ULPS * cf_eps(GGML_TYPE_F32) * sqrt(a->s2) + cf_eps(out) * fabs(want);
 }
 
 /* ---- per-element math -------------------------------------------------------------------- */
@@ -138,12 +160,12 @@ static void cf_ref_copy(struct cf_ref * r) {
     CF_FOR4(r->ne, i0, i1, i2, i3) {
         cf_put(r, i0, i1, i2, i3, cf_round_to(ot, cf_at(&a, i0, i1, i2, i3)), 0.0);
     }
-    r->rtol = 0.0;
 }
 
 static void cf_ref_binary(struct cf_ref * r) {
     const struct cf_acc a = cf_acc_of(r->b, r->b->in[0], false);
     const struct cf_acc x = cf_acc_of(r->b, r->b->in[1], false);
+    const double rtol = cf_rtol(2, r->b->out->type);
     CF_FOR4(r->ne, i0, i1, i2, i3) {
         const double av = cf_at(&a, i0, i1, i2, i3);
         const double bv = cf_at(&x, i0 % x.ne[0], i1 % x.ne[1], i2 % x.ne[2], i3 % x.ne[3]);
@@ -155,9 +177,8 @@ static void cf_ref_binary(struct cf_ref * r) {
         default: w = av / bv; break;
         }
         const double s = r->c->op == CF_OP_ADD || r->c->op == CF_OP_SUB ? fabs(av) + fabs(bv) : fabs(w);
-        cf_put(r, i0, i1, i2, i3, w, s);
+        cf_put(r, i0, i1, i2, i3, w, rtol * s);
     }
-    r->rtol = cf_rtol(2, 1, r->b->out->type);
 }
 
 static void cf_ref_elementwise(struct cf_ref * r) {
@@ -165,6 +186,8 @@ static void cf_ref_elementwise(struct cf_ref * r) {
     const int op = r->c->ip[0];
     const bool exact = r->c->op == CF_OP_UNARY &&
                        (op == GGML_UNARY_OP_ABS || op == GGML_UNARY_OP_NEG || op == GGML_UNARY_OP_RELU);
+    const bool transcendental = r->c->op == CF_OP_UNARY || r->c->op == CF_OP_SQRT;
+    const double rtol = exact ? 0.0 : cf_rtol(transcendental ? 32 : 2, r->b->out->type);
     CF_FOR4(r->ne, i0, i1, i2, i3) {
         const double x = cf_at(&a, i0, i1, i2, i3);
         double w, s;
@@ -178,10 +201,8 @@ static void cf_ref_elementwise(struct cf_ref * r) {
             s = fabs(w) + 0.01 * fabs(x);
             break;
         }
-        cf_put(r, i0, i1, i2, i3, w, s);
+        cf_put(r, i0, i1, i2, i3, w, rtol * s);
     }
-    const bool transcendental = r->c->op == CF_OP_UNARY || r->c->op == CF_OP_SQRT;
-    r->rtol = exact ? 0.0 : cf_rtol(transcendental ? 32 : 2, 1, r->b->out->type);
 }
 
 static void cf_ref_glu(struct cf_ref * r) {
@@ -192,6 +213,7 @@ static void cf_ref_glu(struct cf_ref * r) {
         g = cf_acc_of(r->b, r->b->in[1], false);
     }
     const int64_t n = r->ne[0];
+    const double rtol = cf_rtol(32, r->b->out->type);
     CF_FOR4(r->ne, i0, i1, i2, i3) {
         double x, gv;
         if (split) {
@@ -202,34 +224,31 @@ static void cf_ref_glu(struct cf_ref * r) {
             gv = cf_at(&a, swapped ? i0 : i0 + n, i1, i2, i3);
         }
         const double act = cf_glu_act(r->c->ip[0], x);
-        cf_put(r, i0, i1, i2, i3, act * gv, (fabs(act) + 0.01 * fabs(x)) * fabs(gv));
+        cf_put(r, i0, i1, i2, i3, act * gv, rtol * (fabs(act) + 0.01 * fabs(x)) * fabs(gv));
     }
-    r->rtol = cf_rtol(32, 1, r->b->out->type);
 }
 
 static void cf_ref_reduce(struct cf_ref * r) {
     const struct cf_acc a = cf_acc_of(r->b, r->b->in[0], false);
     const enum cf_op op = r->c->op;
+    const enum ggml_type ot = r->b->out->type;
     if (op == CF_OP_SUM) {
-        double s = 0, m = 0;
+        struct cf_sum acc = { 0, 0, 0 };
         CF_FOR4(a.ne, i0, i1, i2, i3) {
-            const double v = cf_at(&a, i0, i1, i2, i3);
-            s += v;
-            m += fabs(v);
+            cf_sum_add(&acc, cf_at(&a, i0, i1, i2, i3));
         }
-        cf_put(r, 0, 0, 0, 0, s, m);
-        r->rtol = cf_rtol(8, a.ne[0] * a.ne[1] * a.ne[2] * a.ne[3], r->b->out->type);
+        cf_put(r, 0, 0, 0, 0, acc.s, cf_sum_tol(&acc, acc.s, ot));
         return;
     }
     for (int64_t i3 = 0; i3 < a.ne[3]; i3++) {
         for (int64_t i2 = 0; i2 < a.ne[2]; i2++) {
             for (int64_t i1 = 0; i1 < a.ne[1]; i1++) {
-                double s = 0, m = 0, best = -INFINITY;
+                struct cf_sum acc = { 0, 0, 0 };
+                double best = -INFINITY;
                 int64_t arg = 0;
                 for (int64_t i0 = 0; i0 < a.ne[0]; i0++) {
                     const double v = cf_at(&a, i0, i1, i2, i3);
-                    s += v;
-                    m += fabs(v);
+                    cf_sum_add(&acc, v);
                     if (v > best) {
                         best = v;
                         arg  = i0;
@@ -238,14 +257,15 @@ static void cf_ref_reduce(struct cf_ref * r) {
                 if (op == CF_OP_ARGMAX) {
                     cf_put(r, i1, 0, 0, 0, (double) arg, 0.0);
                 } else if (op == CF_OP_MEAN) {
-                    cf_put(r, 0, i1, i2, i3, s / (double) a.ne[0], m / (double) a.ne[0]);
+                    const double n = (double) a.ne[0], m = acc.s / n;
+                    /* the division adds one rounding */
+                    cf_put(r, 0, i1, i2, i3, m, cf_sum_tol(&acc, acc.s, ot) / n + 2 * cf_eps(GGML_TYPE_F32) * fabs(m));
                 } else {
-                    cf_put(r, 0, i1, i2, i3, s, m);
+                    cf_put(r, 0, i1, i2, i3, acc.s, cf_sum_tol(&acc, acc.s, ot));
                 }
             }
         }
     }
-    r->rtol = op == CF_OP_ARGMAX ? 0.0 : cf_rtol(8, a.ne[0], r->b->out->type);
 }
 
 static void cf_ref_repeat(struct cf_ref * r) {
@@ -253,7 +273,6 @@ static void cf_ref_repeat(struct cf_ref * r) {
     CF_FOR4(r->ne, i0, i1, i2, i3) {
         cf_put(r, i0, i1, i2, i3, cf_at(&a, i0 % a.ne[0], i1 % a.ne[1], i2 % a.ne[2], i3 % a.ne[3]), 0.0);
     }
-    r->rtol = 0.0;
 }
 
 static void cf_ref_concat(struct cf_ref * r) {
@@ -271,13 +290,14 @@ static void cf_ref_concat(struct cf_ref * r) {
         }
         cf_put(r, i0, i1, i2, i3, v, 0.0);
     }
-    r->rtol = 0.0;
 }
 
 static void cf_ref_norm(struct cf_ref * r) {
     const struct cf_acc a = cf_acc_of(r->b, r->b->in[0], false);
     const double eps = (double) r->c->fp[0];
     const int64_t n = a.ne[0];
+    /* the mean and variance are sums of n terms; the output is O(1) */
+    const double rtol = cf_eps(GGML_TYPE_F32) * (16.0 + 2.0 * sqrt((double) n));
     for (int64_t i3 = 0; i3 < a.ne[3]; i3++) {
         for (int64_t i2 = 0; i2 < a.ne[2]; i2++) {
             for (int64_t i1 = 0; i1 < a.ne[1]; i1++) {
@@ -293,12 +313,11 @@ static void cf_ref_norm(struct cf_ref * r) {
                 const double inv = 1.0 / sqrt(sq / (double) n + eps);
                 for (int64_t i0 = 0; i0 < n; i0++) {
                     const double w = (cf_at(&a, i0, i1, i2, i3) - mean) * inv;
-                    cf_put(r, i0, i1, i2, i3, w, fabs(w) + 1.0);
+                    cf_put(r, i0, i1, i2, i3, w, rtol * (fabs(w) + 1.0));
                 }
             }
         }
     }
-    r->rtol = cf_rtol(16, n, GGML_TYPE_F32);
 }
 
 static void cf_ref_mul_mat(struct cf_ref * r) {
@@ -306,16 +325,16 @@ static void cf_ref_mul_mat(struct cf_ref * r) {
     const struct cf_acc x = cf_acc_of(r->b, r->b->in[1], false);
     const int64_t K = a.ne[0];
     const int64_t r2 = x.ne[2] / a.ne[2], r3 = x.ne[3] / a.ne[3];
+    /* F16/BF16 weights: b may be rounded to their type, one rounding per product (4 of its
+     * ulps of the products' root sum of squares is ~14 standard deviations) */
+    const double prod_ulps = a.type == GGML_TYPE_F32 ? CF_SUM_ULPS * cf_eps(GGML_TYPE_F32) : 4.0 * cf_eps(a.type);
     CF_FOR4(r->ne, n, m, i2, i3) {
-        double s = 0, mag = 0;
+        struct cf_sum acc = { 0, 0, 0 };
         for (int64_t k = 0; k < K; k++) {
-            const double p = cf_at(&a, k, n, i2 / r2, i3 / r3) * cf_at(&x, k, m, i2, i3);
-            s += p;
-            mag += fabs(p);
+            cf_sum_add(&acc, cf_at(&a, k, n, i2 / r2, i3 / r3) * cf_at(&x, k, m, i2, i3));
         }
-        cf_put(r, n, m, i2, i3, s, mag);
+        cf_put(r, n, m, i2, i3, acc.s, cf_sum_tol(&acc, acc.s, GGML_TYPE_F32) + prod_ulps * sqrt(acc.p2));
     }
-    r->rtol = cf_rtol(8, K, a.type);
 }
 
 static void cf_ref_get_rows(struct cf_ref * r) {
@@ -326,7 +345,6 @@ static void cf_ref_get_rows(struct cf_ref * r) {
         const int64_t row = (int64_t) cf_at(&idx, i1, i2, i3, 0);
         cf_put(r, i0, i1, i2, i3, cf_round_to(ot, cf_at(&a, i0, row, i2, i3)), 0.0);
     }
-    r->rtol = 0.0;
 }
 
 static void cf_ref_set_rows(struct cf_ref * r) {
@@ -346,7 +364,6 @@ static void cf_ref_set_rows(struct cf_ref * r) {
             }
         }
     }
-    r->rtol = 0.0;
 }
 
 static void cf_ref_diag_mask(struct cf_ref * r) {
@@ -355,7 +372,6 @@ static void cf_ref_diag_mask(struct cf_ref * r) {
     CF_FOR4(r->ne, i0, i1, i2, i3) {
         cf_put(r, i0, i1, i2, i3, i0 > n_past + i1 ? -INFINITY : cf_at(&a, i0, i1, i2, i3), 0.0);
     }
-    r->rtol = 0.0;
 }
 
 /* ALiBi: the slope of head h of n_head, geometric as upstream defines it */
@@ -382,9 +398,11 @@ static void cf_ref_soft_max(struct cf_ref * r) {
     const double scale = r->c->op == CF_OP_SOFT_MAX_EXT ? (double) r->c->fp[0] : 1.0;
     const double max_bias = r->c->op == CF_OP_SOFT_MAX_EXT ? (double) r->c->fp[1] : 0.0;
     const int64_t n = a.ne[0];
+    /* relative: the exponentials and the normalising sum over n terms */
+    const double rtol = cf_eps(GGML_TYPE_F32) * (32.0 + 2.0 * sqrt((double) n));
     double * w = malloc((size_t) n * sizeof *w);
     if (w == NULL) {
-        r->rtol = -1;
+        r->failed = true;
         return;
     }
     for (int64_t i3 = 0; i3 < a.ne[3]; i3++) {
@@ -405,13 +423,12 @@ static void cf_ref_soft_max(struct cf_ref * r) {
                     sum += w[i0];
                 }
                 for (int64_t i0 = 0; i0 < n; i0++) {
-                    cf_put(r, i0, i1, i2, i3, w[i0] / sum, w[i0] / sum);
+                    cf_put(r, i0, i1, i2, i3, w[i0] / sum, rtol * w[i0] / sum);
                 }
             }
         }
     }
     free(w);
-    r->rtol = cf_rtol(32, n, GGML_TYPE_F32);
 }
 
 /* the YaRN correction range [lo, hi] in pairs, as ggml defines it */
@@ -440,6 +457,8 @@ static void cf_ref_rope(struct cf_ref * r) {
     double lo = 0, hi = 0;
     cf_yarn_dims(n_dims, 256, base, 32.0, 1.0, &lo, &hi);
     const double mscale = ext_factor != 0 ? attn * (1.0 + 0.1 * log(1.0 / freq_scale)) : attn;
+    /* angles up to 100 rad in float: the angle itself is off by ~1e-5 */
+    const double rtol = fmax(1e-4, cf_eps(r->b->out->type));
 
     for (int64_t i3 = 0; i3 < a.ne[3]; i3++) {
         for (int64_t i2 = 0; i2 < a.ne[2]; i2++) {
@@ -459,22 +478,19 @@ static void cf_ref_rope(struct cf_ref * r) {
                     const double x0 = cf_at(&a, j0, i1, i2, i3), x1 = cf_at(&a, j1, i1, i2, i3);
                     const double cs = cos(theta) * mscale, sn = sin(theta) * mscale;
                     const double s = (fabs(x0) + fabs(x1)) * fabs(mscale);
-                    cf_put(r, j0, i1, i2, i3, x0 * cs - x1 * sn, s);
-                    cf_put(r, j1, i1, i2, i3, x0 * sn + x1 * cs, s);
+                    cf_put(r, j0, i1, i2, i3, x0 * cs - x1 * sn, rtol * s);
+                    cf_put(r, j1, i1, i2, i3, x0 * sn + x1 * cs, rtol * s);
                 }
                 for (int64_t i0 = n_dims; i0 < a.ne[0]; i0++) {
                     const double v = cf_at(&a, i0, i1, i2, i3);
-                    cf_put(r, i0, i1, i2, i3, v, fabs(v));
+                    cf_put(r, i0, i1, i2, i3, v, 0.0);
                 }
             }
         }
     }
-    /* angles up to 100 rad in float: the angle itself is off by ~1e-5 */
-    const double t = 1e-4, o = cf_eps(r->b->out->type);
-    r->rtol = t > o ? t : o;
 }
 
-/* fills r->want, r->scale and r->rtol; rtol < 0 when the reference could not be computed */
+/* fills r->want and r->tol; sets r->failed when the reference could not be computed */
 static void cf_reference(struct cf_ref * r) {
     switch (r->c->op) {
     case CF_OP_DUP:
@@ -504,7 +520,7 @@ static void cf_reference(struct cf_ref * r) {
     case CF_OP_SOFT_MAX:
     case CF_OP_SOFT_MAX_EXT: cf_ref_soft_max(r); break;
     case CF_OP_ROPE: cf_ref_rope(r); break;
-    default: r->rtol = -1; break;
+    default: r->failed = true; break;
     }
 }
 
