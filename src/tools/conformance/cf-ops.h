@@ -114,11 +114,19 @@ static struct cf_op_case * cf_add(struct cf_case_list * l, enum cf_op op, enum g
     c->ne[2]  = ne2;
     c->ne[3]  = ne3;
     c->layout = layout;
-    char types[24];
-    if (t1 != t0) {
-        snprintf(types, sizeof types, "%s>%s", cf_type_name(t0), cf_type_name(t1));
+    /* the types as they matter to the op: conversions as from>to, then the extra input's type */
+    char types[32];
+    const char * n0 = cf_type_name(t0), * n1 = cf_type_name(t1);
+    if (t1 == t0 || op == CF_OP_ROPE) {
+        snprintf(types, sizeof types, "%s", n0);
+    } else if (op == CF_OP_CPY || op == CF_OP_ARGMAX) {
+        snprintf(types, sizeof types, "%s>%s", n0, n1);
+    } else if (op == CF_OP_GET_ROWS || op == CF_OP_SET_ROWS) {
+        snprintf(types, sizeof types, "%s idx:%s", n0, n1);
+    } else if (op == CF_OP_SOFT_MAX_EXT) {
+        snprintf(types, sizeof types, "%s mask:%s", n0, n1);
     } else {
-        snprintf(types, sizeof types, "%s", cf_type_name(t0));
+        snprintf(types, sizeof types, "%s b:%s", n0, n1);
     }
     snprintf(c->name, sizeof c->name, "%s%s%s %s [%lld,%lld,%lld,%lld] %s", cf_op_label(c), note ? ":" : "",
              note ? note : "", types, (long long) ne0, (long long) ne1, (long long) ne2, (long long) ne3,
@@ -198,6 +206,11 @@ static void cf_cases_binary(struct cf_case_list * l) {
         c->nb[0] = 33, c->nb[1] = 1, c->nb[2] = 3, c->nb[3] = 1;
         c = cf_add(l, op, GGML_TYPE_F32, GGML_TYPE_F32, 1023, 4, 3, 2, CF_BCAST, "cols");
         c->nb[0] = 1, c->nb[1] = 4, c->nb[2] = 1, c->nb[3] = 2;
+        /* b shorter than a's rows, repeated along them */
+        c = cf_add(l, op, GGML_TYPE_F32, GGML_TYPE_F32, 66, 3, 2, 1, CF_BCAST, "tile");
+        c->nb[0] = 33, c->nb[1] = 3, c->nb[2] = 1, c->nb[3] = 1;
+        c = cf_add(l, op, GGML_TYPE_BF16, GGML_TYPE_BF16, 1023 * 3, 2, 1, 1, CF_BCAST, "tile");
+        c->nb[0] = 1023, c->nb[1] = 1, c->nb[2] = 1, c->nb[3] = 1;
         cf_add(l, op, GGML_TYPE_F32, GGML_TYPE_F32, 32, 3, 2, 1, CF_INPLACE, NULL);
         for (int t = 1; t < 3; t++) {
             cf_add(l, op, cf_float_types[t], cf_float_types[t], 33, 3, 2, 1, CF_CONTIG, NULL);
