@@ -9,6 +9,8 @@
  * cross-queue dependency, as the scheduler makes between splits).
  * small compute: a 1024-element scale through the queue, and the same in "sync" mode (no
  * queue) for comparison.
+ * long graph: 2000 dependent ADDs of 16-element vectors through the queue and in sync mode:
+ * the difference is mostly the snapshot a queued compute takes of the graph (docs/async.md rule 2).
  * Each is timed per iteration after a warm-up; the table shows the median, the 10th and 90th
  * percentiles. --quick runs few iterations (a smoke run); --json prints JSON instead.
  */
@@ -30,7 +32,7 @@ struct result {
     double       median_us, p10_us, p90_us;
 };
 
-static struct result g_results[8];
+static struct result g_results[16];
 static int           g_n_results;
 
 static double now_us(void) {
@@ -148,12 +150,21 @@ int main(int argc, char ** argv) {
         iters = 10;
     }
 
-    struct ggml_init_params p = { 16 * ggml_tensor_overhead() + 4 * ggml_graph_overhead(), NULL, true };
+    enum { CHAIN = 2000 };
+    struct ggml_init_params p = { (CHAIN + 16) * ggml_tensor_overhead() + 4 * ggml_graph_overhead_custom(4096, false),
+                                  NULL, true };
     struct ggml_context * ctx = ggml_init(p);
     struct ggml_cgraph * empty = ggml_new_graph(ctx);
     struct ggml_tensor * x = ggml_new_tensor_1d(ctx, GGML_TYPE_F32, 1024);
     struct ggml_cgraph * small = ggml_new_graph(ctx);
     ggml_build_forward_expand(small, ggml_scale(ctx, x, 2.0f));
+    struct ggml_tensor * c = ggml_new_tensor_1d(ctx, GGML_TYPE_F32, 16);
+    struct ggml_tensor * acc = c;
+    for (int i = 0; i < CHAIN; i++) {
+        acc = ggml_add(ctx, acc, c);
+    }
+    struct ggml_cgraph * chain = ggml_new_graph_custom(ctx, 4096, false);
+    ggml_build_forward_expand(chain, acc);
 
     ggml_backend_t a = cpu("n_threads=1");
     ggml_backend_t b = cpu("n_threads=1");
@@ -165,12 +176,14 @@ int main(int argc, char ** argv) {
     }
     ggml_backend_buffer_clear(buf, 0);
 
-    struct compute_arg ce = { a, empty }, cs = { a, small }, ss = { s, small };
+    struct compute_arg ce = { a, empty }, cs = { a, small }, ss = { s, small }, cc = { a, chain }, sc = { s, chain };
     struct hop_arg hop = { a, b, ggml_backend_event_new(ggml_backend_get_device(a)) };
     time_op("empty graph_compute_async + synchronize", "queue", compute_round_trip, &ce, iters);
     time_op("event record (A) -> wait (B) -> synchronize (B)", "queue", event_hop, &hop, iters);
     time_op("1024-element scale, compute_async + synchronize", "queue", compute_round_trip, &cs, iters);
     time_op("1024-element scale, compute_async + synchronize", "sync", compute_round_trip, &ss, iters);
+    time_op("2000-node ADD chain, compute_async + synchronize", "queue", compute_round_trip, &cc, iters / 20 + 10);
+    time_op("2000-node ADD chain, compute_async + synchronize", "sync", compute_round_trip, &sc, iters / 20 + 10);
 
     if (json) {
         print_json();

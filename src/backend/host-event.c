@@ -9,9 +9,11 @@
 #include "host-queue.h"
 
 #include <linux/futex.h>
+#include <sched.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -21,8 +23,11 @@
 #    define cpu_relax() ((void) 0)
 #endif
 
-/* A short spin before sleeping: a hop between two queues is often a few microseconds. */
-#define GGMLX_EVENT_SPINS 1000
+/*
+ * A short spin before sleeping (a hop between two queues is often a few microseconds), with
+ * yields between bursts so that on an oversubscribed machine the recording thread can run.
+ */
+#define GGMLX_EVENT_SPIN_NS 20000
 
 struct host_event_block {
     struct ggmlx_host_event   ev;     /* handle.context points here */
@@ -98,13 +103,26 @@ static bool reached(struct ggmlx_host_event * ev, uint64_t target) {
     return atomic_load_explicit(&ev->value, memory_order_acquire) >= target;
 }
 
+static int64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t) ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
 /* blocks the calling thread until ev reaches target; q (may be NULL) is marked as waiting */
 static void block_until(struct ggmlx_host_event * ev, uint64_t target, struct ggmlx_queue * q) {
-    for (int i = 0; i < GGMLX_EVENT_SPINS; i++) {
-        if (reached(ev, target)) {
-            return;
+    const int64_t end = now_ns() + GGMLX_EVENT_SPIN_NS;
+    for (;;) {
+        for (int i = 0; i < 64; i++) {
+            if (reached(ev, target)) {
+                return;
+            }
+            cpu_relax();
         }
-        cpu_relax();
+        if (now_ns() >= end) {
+            break;
+        }
+        sched_yield();
     }
     for (;;) {
         /* read the wake word before the counter: a completion in between changes the word */

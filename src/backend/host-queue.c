@@ -5,12 +5,33 @@
  * n_done after each task, so "everything pushed before me is done" is n_done >= my ticket,
  * whatever is pushed meanwhile. One mutex guards the FIFO, the counters, the hold flag and the
  * status; tasks run outside it.
+ *
+ * Both sides spin for a few microseconds before sleeping (the worker for the next task, a
+ * syncing caller for completion): a condition-variable wake-up costs several microseconds, which
+ * would dominate short computes, while the spin is short enough not to starve a thread that
+ * shares the vCPU. The counters are atomics so the spins can read them without the mutex.
  */
 #include "host-queue.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
+
+#if defined(__x86_64__) || defined(__i386__)
+#    include <immintrin.h>
+#    define cpu_relax() _mm_pause()
+#else
+#    define cpu_relax() ((void) 0)
+#endif
+
+/*
+ * How long a thread spins before it sleeps: a caller in sync (it has nothing else to do), and
+ * an idle worker (shorter: an idle backend should not hold a vCPU another thread needs).
+ */
+#define GGMLX_QUEUE_SPIN_NS  20000
+#define GGMLX_WORKER_SPIN_NS 5000
 
 struct ggmlx_queue {
     pthread_mutex_t     mutex;
@@ -22,8 +43,8 @@ struct ggmlx_queue {
     size_t              head;
     size_t              count;
 
-    uint64_t            n_pushed;
-    uint64_t            n_done;
+    atomic_uint_fast64_t n_pushed;  /* written under the mutex, read by spins without it */
+    atomic_uint_fast64_t n_done;
     bool                held;
     bool                stop;
     atomic_bool         waiting;   /* worker blocked in an event wait */
@@ -62,11 +83,44 @@ static void record_error(struct ggmlx_queue * q, enum ggml_status status, const 
 /* the queue whose worker this thread is (no shared state to race on, unlike a stored id) */
 static _Thread_local struct ggmlx_queue * tl_queue;
 
+static int64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t) ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/*
+ * Spins (bounded) until *counter >= target; true when it got there. Yields between short
+ * bursts, so on an oversubscribed machine the thread being waited for gets the vCPU.
+ */
+static bool spin_until(atomic_uint_fast64_t * counter, uint64_t target, int64_t ns) {
+    const int64_t end = now_ns() + ns;
+    for (;;) {
+        for (int i = 0; i < 64; i++) {
+            if (atomic_load_explicit(counter, memory_order_acquire) >= target) {
+                return true;
+            }
+            cpu_relax();
+        }
+        if (now_ns() >= end) {
+            return false;
+        }
+        sched_yield();
+    }
+}
+
 static void * worker_main(void * arg) {
     struct ggmlx_queue * q = arg;
     tl_queue = q;
     pthread_mutex_lock(&q->mutex);
     for (;;) {
+        if (q->count == 0 && !q->stop) {
+            /* likely more soon (a caller computing step by step): look before sleeping */
+            const uint64_t next = atomic_load_explicit(&q->n_pushed, memory_order_relaxed) + 1;
+            pthread_mutex_unlock(&q->mutex);
+            spin_until(&q->n_pushed, next, GGMLX_WORKER_SPIN_NS);
+            pthread_mutex_lock(&q->mutex);
+        }
         while (!q->stop && (q->count == 0 || q->held)) {
             pthread_cond_wait(&q->work, &q->mutex);
         }
@@ -95,7 +149,8 @@ static void * worker_main(void * arg) {
         if (st != GGML_STATUS_SUCCESS) {
             record_error(q, st, copy);
         }
-        q->n_done++;
+        atomic_store_explicit(&q->n_done, atomic_load_explicit(&q->n_done, memory_order_relaxed) + 1,
+                              memory_order_release);
         pthread_cond_broadcast(&q->done);
     }
     pthread_mutex_unlock(&q->mutex);
@@ -110,6 +165,8 @@ struct ggmlx_queue * ggmlx_queue_new(const char * name) {
     }
     snprintf(q->name, sizeof q->name, "%s", name ? name : "queue");
     q->status = GGML_STATUS_SUCCESS;
+    atomic_init(&q->n_pushed, 0);
+    atomic_init(&q->n_done, 0);
     atomic_init(&q->waiting, false);
     if (pthread_mutex_init(&q->mutex, NULL) != 0) {
         goto err_free;
@@ -180,7 +237,8 @@ bool ggmlx_queue_push(struct ggmlx_queue * q, struct ggmlx_task task) {
     }
     q->ring[(q->head + q->count) % q->cap] = task;
     q->count++;
-    q->n_pushed++;
+    atomic_store_explicit(&q->n_pushed, atomic_load_explicit(&q->n_pushed, memory_order_relaxed) + 1,
+                          memory_order_release);
     pthread_cond_signal(&q->work);
     pthread_mutex_unlock(&q->mutex);
     return true;
@@ -200,9 +258,13 @@ void ggmlx_queue_sync(struct ggmlx_queue * q) {
         ggmlx_error(__func__, "%s: a task cannot wait for its own queue", q->name);
         return;
     }
+    /* this thread's own pushes are already counted: no lock needed to take the ticket */
+    const uint64_t ticket = atomic_load_explicit(&q->n_pushed, memory_order_acquire);
+    if (spin_until(&q->n_done, ticket, GGMLX_QUEUE_SPIN_NS)) {
+        return;
+    }
     pthread_mutex_lock(&q->mutex);
-    const uint64_t ticket = q->n_pushed;
-    while (q->n_done < ticket) {
+    while (atomic_load_explicit(&q->n_done, memory_order_relaxed) < ticket) {
         pthread_cond_wait(&q->done, &q->mutex);
     }
     pthread_mutex_unlock(&q->mutex);
@@ -263,7 +325,7 @@ size_t ggmlx_queue_pending(struct ggmlx_queue * q) {
         return 0;
     }
     pthread_mutex_lock(&q->mutex);
-    const size_t n = (size_t) (q->n_pushed - q->n_done);
+    const size_t n = (size_t) (atomic_load(&q->n_pushed) - atomic_load(&q->n_done));
     pthread_mutex_unlock(&q->mutex);
     return n;
 }
