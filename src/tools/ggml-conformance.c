@@ -134,6 +134,7 @@ static void (*cf_on_case_start)(const char * device, const char * name);
 static void cf_run_device(const struct cf_options * opt, struct cf_device * d, const struct cf_case_list * cases,
                           struct cf_report * rep, struct cf_summary * sum) {
     struct cf_result r;
+    const struct cf_summary before = *sum;
     int n = 0;
     for (int i = 0; i < CF_N_RULES; i++) {
         if (!cf_selected(opt, cf_rules[i].name)) {
@@ -161,6 +162,11 @@ static void cf_run_device(const struct cf_options * opt, struct cf_device * d, c
         cf_report_case(rep, d->name, cases->v[i].name, &r);
     }
     sum->n_cases = n;
+    if (opt->out != NULL && !opt->json) {
+        fprintf(opt->out, "== %s (%s): %d cases: %d passed, %d failed, %d skipped\n", d->name,
+                d->props.description ? d->props.description : "", n, sum->passed - before.passed,
+                sum->failed - before.failed, sum->skipped - before.skipped);
+    }
 }
 
 /*

@@ -195,6 +195,9 @@ static void cf_run_op_case(const struct cf_options * opt, struct cf_device * d, 
         cf_set(res, CF_FAIL, "constructor refused the case: %s", cf_last_error());
         goto out;
     }
+    if (b.out->view_src == NULL) {
+        ggml_set_name(b.out, "out");
+    }
     struct ggml_cgraph * gf = ggml_new_graph(b.ctx);
     if (gf == NULL) {
         cf_set(res, CF_FAIL, "ggml_new_graph: %s", cf_last_error());
