@@ -557,10 +557,26 @@ static void cf_rule_sticky_status(const struct cf_options * opt, struct cf_devic
     ggml_backend_tensor_set(src, rows, 0, sizeof rows);
     ggml_backend_tensor_set(idx, bad, 0, sizeof bad);
 
+    /* A CPU backend in "sync" mode has no queue: errors come back from the call, nothing sticks
+     * (docs/async.md). Every backend with a queue (a host queue, or a GPU stream) keeps them. */
+    bool queued = ggmlx_backend_queue_hold(be);
+    if (queued) {
+        ggmlx_backend_queue_release(be);
+    } else {
+        queued = d->props.type != GGML_BACKEND_DEVICE_TYPE_CPU;
+    }
+
     atomic_store(&cf_quiet, 1);
     enum ggml_status st = ggml_backend_graph_compute(be, gf);
     CF_FAIL_IF(res, st != GGML_STATUS_FAILED, "index 99 of 8 rows: graph_compute returned %s, want %s",
                ggml_status_to_string(st), ggml_status_to_string(GGML_STATUS_FAILED));
+    if (!queued) {
+        atomic_store(&cf_quiet, 0);
+        if (res->status == CF_OK) {
+            cf_set(res, CF_OK, "no queue (sync mode): errors returned directly");
+        }
+        goto check_usable;
+    }
     CF_FAIL_IF(res, ggmlx_backend_get_status(be) != GGML_STATUS_FAILED, "get_status after the failure: %s",
                ggml_status_to_string(ggmlx_backend_get_status(be)));
     ggml_backend_synchronize(be);
@@ -580,6 +596,7 @@ static void cf_rule_sticky_status(const struct cf_options * opt, struct cf_devic
     ggmlx_backend_clear_status(be);
     atomic_store(&cf_quiet, 0);
 
+check_usable:
     /* usable again */
     ggml_backend_tensor_set(idx, good, 0, sizeof good);
     st = ggml_backend_graph_compute(be, gf);
