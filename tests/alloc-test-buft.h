@@ -20,6 +20,7 @@ struct tb_state {
     int    live_bufs;
     int    n_allocs;   /* successful allocations */
     int    n_refused;  /* allocations refused for the limit */
+    bool   fail_views; /* buffers refuse to initialise views (a backend failing init_tensor) */
 };
 
 struct tb_buft {
@@ -43,6 +44,11 @@ static void tb_free(ggml_backend_buffer_t b) {
     }
 }
 
+static enum ggml_status tb_init_tensor(ggml_backend_buffer_t b, struct ggml_tensor * t) {
+    (void) b;
+    return t->view_src != NULL ? GGML_STATUS_FAILED : GGML_STATUS_SUCCESS;
+}
+
 static const char * tb_name(ggml_backend_buffer_type_t buft) {
     (void) buft;
     return "TEST";
@@ -61,6 +67,9 @@ static ggml_backend_buffer_t tb_alloc(ggml_backend_buffer_type_t buft, size_t si
     tb_cpu_free          = b->iface.free_buffer;
     b->iface.free_buffer = tb_free;
     b->buft              = buft; /* sizes and alignment now come from the test type */
+    if (st->fail_views) {
+        b->iface.init_tensor = tb_init_tensor;
+    }
     st->live_bytes      += size;
     st->live_bufs++;
     st->n_allocs++;

@@ -280,6 +280,16 @@ Test(gallocr_reuse, never_in_place_over_an_input) {
     ggml_gallocr_free(ga);
 }
 
+Test(gallocr_reuse, never_in_place_over_a_computed_input) {
+    ggml_gallocr_t ga = ggml_gallocr_new(cpu());
+    struct ggml_tensor * a = ggml_cont(ctx, vec(N, "x"));
+    ggml_set_input(a); /* unusual, but the caller said so: it may read it again */
+    struct ggml_tensor * s = ggml_scale(ctx, a, 2.0f);
+    cr_assert(ggml_gallocr_alloc_graph(ga, graph_of(s)));
+    cr_assert_not(overlap(a, s));
+    ggml_gallocr_free(ga);
+}
+
 Test(gallocr_reuse, not_in_place_while_the_source_has_other_consumers) {
     ggml_gallocr_t ga = ggml_gallocr_new(cpu());
     struct ggml_tensor * x = vec(N, "x");
@@ -318,6 +328,21 @@ Test(gallocr_reuse, in_place_only_over_a_source_of_the_same_layout) {
     cr_assert_not(overlap(s, m), "m has a later consumer");
     cr_assert_not(overlap(s, r), "r is consumed for the last time by s, but its layout differs");
     cr_assert(u->data == s->data || u->data == m->data);
+    ggml_gallocr_free(ga);
+}
+
+Test(gallocr_reuse, in_place_never_over_a_larger_source_of_another_type) {
+    ggml_gallocr_t ga = ggml_gallocr_new(cpu());
+    struct ggml_tensor * x = ggml_new_tensor_1d(ctx, GGML_TYPE_F16, N);
+    struct ggml_tensor * y = vec(N, "y");
+    struct ggml_tensor * a = ggml_cont(ctx, x);   /* f16, also read later */
+    struct ggml_tensor * b = ggml_cont(ctx, y);   /* f32: room enough, but another layout */
+    struct ggml_tensor * s = ggml_add(ctx, a, b); /* f16 */
+    struct ggml_tensor * u = ggml_add(ctx, s, a);
+    struct ggml_cgraph * g = graph_of(u);
+    cr_assert(ggml_gallocr_alloc_graph(ga, g));
+    cr_assert_eq(s->type, GGML_TYPE_F16);
+    cr_assert_not(overlap(s, b), "writing f16 over the f32 source corrupts what is still to be read");
     ggml_gallocr_free(ga);
 }
 
@@ -399,6 +424,33 @@ Test(gallocr_reuse, inputs_overlap_nothing_that_runs_before_they_are_read) {
     struct ggml_cgraph * g = graph_of(out);
     cr_assert(ggml_gallocr_alloc_graph(ga, g));
     cr_assert_not(overlap(in, x));
+    for (int i = 0; i < 5; i++) {
+        cr_assert_not(overlap(in, c[i]), "the input shares memory with node %d that runs before it is read", i);
+    }
+    fill(x, 1.0f);
+    fill(in, 100.0f);
+    cr_assert_eq(run(g), GGML_STATUS_SUCCESS);
+    cr_assert_float_eq(at(out, 64), (1.0f + 1.0f) + (100.0f + 1.0f), 1e-4);
+    ggml_gallocr_free(ga);
+}
+
+/* as the scheduler does with the copies of a split's inputs: an input listed among the nodes */
+Test(gallocr_reuse, inputs_among_the_nodes_get_memory_before_anything_runs) {
+    ggml_gallocr_t ga = ggml_gallocr_new(cpu());
+    struct ggml_tensor * x = vec(N, "x");
+    struct ggml_tensor * c[5];
+    c[0] = ggml_cont(ctx, x);
+    for (int i = 1; i < 5; i++) {
+        c[i] = ggml_cont(ctx, c[i - 1]);
+    }
+    struct ggml_tensor * in = vec(N, "in");
+    ggml_set_input(in);
+    struct ggml_cgraph * g = graph_of(c[4]);
+    ggml_graph_add_node(g, in);
+    struct ggml_tensor * out = ggml_add(ctx, c[4], in);
+    ggml_build_forward_expand(g, out);
+    cr_assert_eq(ggml_graph_node(g, 5), in);
+    cr_assert(ggml_gallocr_alloc_graph(ga, g));
     for (int i = 0; i < 5; i++) {
         cr_assert_not(overlap(in, c[i]), "the input shares memory with node %d that runs before it is read", i);
     }
@@ -756,6 +808,24 @@ Test(gallocr_multi, in_place_never_crosses_buffers) {
     cr_assert(ggml_gallocr_alloc_graph(ga, g));
     cr_assert_eq(ggml_backend_buffer_get_type(s->buffer), bufts[0]);
     cr_assert_eq(ggml_backend_buffer_get_type(a->buffer), bufts[1]);
+    ggml_gallocr_free(ga);
+}
+
+Test(gallocr_multi, in_place_never_takes_an_address_of_another_buffer) {
+    ggml_backend_buffer_type_t bufts[2] = { tb_init(&g_ta, 0, 0, 0), tb_init(&g_tb, 0, 0, 0) };
+    ggml_gallocr_t ga = ggml_gallocr_new_n(bufts, 2);
+    struct ggml_tensor * x = vec(N, "x");
+    struct ggml_tensor * a = ggml_cont(ctx, x);         /* buffer 1 */
+    struct ggml_tensor * s = ggml_scale(ctx, a, 2.0f);  /* buffer 0 */
+    struct ggml_tensor * o = ggml_add(ctx, s, x);       /* buffer 0; x is alive until here */
+    struct ggml_cgraph * g = graph_of(o);
+    const int ids[3] = { 1, 0, 0 };
+    cr_assert(ggml_gallocr_reserve_n(ga, g, ids, g_leaf_ids));
+    cr_assert(ggml_gallocr_alloc_graph(ga, g));
+    cr_assert_not(overlap(s, x), "a's offset in buffer 1 means nothing in buffer 0");
+    fill(x, 1.0f);
+    cr_assert_eq(run(g), GGML_STATUS_SUCCESS);
+    cr_assert_float_eq(at(o, 64), 3.0f * 2.0f, 1e-5);
     ggml_gallocr_free(ga);
 }
 

@@ -308,6 +308,18 @@ Test(graph_copy, a_backend_out_of_memory_gives_a_null_graph_and_leaks_nothing) {
     release(&f);
 }
 
+Test(graph_copy, a_failure_after_allocating_frees_the_copys_buffer) {
+    struct fixture f = make(true);
+    tb_init(&g_tb, 0, 0, 0);
+    g_tb.st.fail_views = true; /* the copy's views cannot be initialised */
+    struct ggml_backend_graph_copy cp = ggml_backend_graph_copy(&g_fake, f.g);
+    ASSERT_ERROR();
+    cr_assert_null(cp.graph);
+    cr_assert_eq(g_tb.st.n_allocs, 1, "the copy's buffer was made ...");
+    cr_assert_eq(g_tb.st.live_bufs, 0, "... and freed again");
+    release(&f);
+}
+
 Test(graph_copy, copies_onto_another_buffer_type) {
     struct fixture f = make(true);
     tb_init(&g_tb, 0, 0, 0);
