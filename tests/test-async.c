@@ -9,6 +9,7 @@
 #include <criterion/criterion.h>
 
 #include "backend-cpu.h"
+#include "graph-snapshot.h"
 #include "ggml-alloc.h"
 #include "ggml-backend.h"
 #include "ggml-cpu.h"
@@ -493,6 +494,77 @@ Test(async, rule6_event_free_while_queued_is_safe) {
     ggml_backend_synchronize(t.b);
     cr_assert_eq(ggmlx_backend_queue_pending(t.b), 0);
     two_free(&t);
+}
+
+/* a device of another kind whose events the CPU cannot wait for natively */
+static atomic_int g_foreign_syncs;
+
+static void foreign_event_synchronize(ggml_backend_dev_t dev, ggml_backend_event_t event) {
+    (void) dev;
+    (void) event;
+    atomic_fetch_add(&g_foreign_syncs, 1);
+}
+
+static const char * foreign_name(ggml_backend_dev_t dev) {
+    (void) dev;
+    return "FOREIGN";
+}
+
+/* drop-event-waits: the fallback wait is a wait too */
+Test(async, rule6_foreign_event_wait_blocks_the_worker_on_event_synchronize) {
+    struct ggml_backend_device foreign = { .iface = { .get_name = foreign_name,
+                                                       .event_synchronize = foreign_event_synchronize } };
+    uint32_t not_a_host_event = 0;
+    struct ggml_backend_event ev = { &foreign, &not_a_host_event };
+    ggml_backend_t b = cpu(NULL);
+    ggmlx_backend_queue_hold(b);
+    ggml_backend_event_wait(b, &ev);
+    cr_assert_eq(atomic_load(&g_foreign_syncs), 0, "queued: the host did not wait");
+    cr_assert_eq(ggmlx_backend_queue_pending(b), 1);
+    ggmlx_backend_queue_release(b);
+    ggml_backend_synchronize(b);
+    cr_assert_eq(atomic_load(&g_foreign_syncs), 1, "the worker synchronized the foreign event");
+    ggml_backend_free(b);
+}
+
+/* ---- snapshots (rule 2), directly ---------------------------------------------------------- */
+
+Test(async, rule2_snapshot_owns_nodes_sources_and_view_chains) {
+    struct ggml_context * ctx = new_ctx();
+    struct ggml_tensor * x  = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, 8, 4);
+    struct ggml_tensor * xt = ggml_transpose(ctx, x); /* a view node: nothing to compute */
+    struct ggml_tensor * c  = ggml_cont(ctx, xt);
+    struct ggml_tensor * y  = ggml_add(ctx, c, c);
+    ggml_set_name(x, "x");
+    ggml_set_name(c, "c");
+    ggml_set_name(y, "y");
+    struct ggml_cgraph * g = graph_of(ctx, y);
+    cr_assert_eq(ggml_graph_n_nodes(g), 3);
+
+    struct ggmlx_graph_snapshot * snap = ggmlx_graph_snapshot_new(g);
+    cr_assert_not_null(snap);
+    /* the originals are gone: everything below must come from the snapshot */
+    memset(ggml_get_mem_buffer(ctx), 0xA5, ggml_get_mem_size(ctx));
+    ggml_free(ctx);
+
+    struct ggml_cgraph * sg = ggmlx_graph_snapshot_graph(snap);
+    cr_assert_eq(ggml_graph_n_nodes(sg), 2, "the view node is left out");
+    struct ggml_tensor * sc = ggml_graph_node(sg, 0);
+    struct ggml_tensor * sy = ggml_graph_node(sg, 1);
+    cr_assert_str_eq(sc->name, "c");
+    cr_assert_eq(sc->op, GGML_OP_CONT);
+    cr_assert_str_eq(sy->name, "y");
+    cr_assert_eq(sy->op, GGML_OP_ADD);
+    cr_assert_eq(sy->src[0], sc, "sources point at the copies");
+    cr_assert_eq(sy->src[1], sc);
+    const struct ggml_tensor * sxt = sc->src[0];
+    cr_assert_eq(sxt->op, GGML_OP_TRANSPOSE, "a source that is a view is copied");
+    cr_assert_not_null(sxt->view_src);
+    cr_assert_str_eq(sxt->view_src->name, "x", "and so is what it views");
+    cr_assert_eq(sxt->src[0], sxt->view_src);
+    cr_assert_eq(sxt->ne[0], 4);
+    cr_assert_eq(sxt->ne[1], 8);
+    ggmlx_graph_snapshot_free(snap);
 }
 
 /* ---- rule 7: copies between backends ------------------------------------------------------- */
