@@ -47,6 +47,18 @@ Test(conformance, the_cpu_skips_nothing) {
     cr_assert_eq(sum.failed, 0);
 }
 
+Test(conformance, every_case_passes_with_the_cpu_in_sync_mode) {
+    setenv("GGMLX_CPU_SYNC", "1", 1); /* read when the backends are made (each test is its own process) */
+    struct cf_options opt = options();
+    opt.device = "CPU";
+    opt.out    = NULL;
+    struct cf_summary sum;
+    const int failed = cf_run(&opt, &sum);
+    unsetenv("GGMLX_CPU_SYNC");
+    cr_assert_eq(failed, 0, "%d case(s) failed in sync mode", failed);
+    cr_assert_geq(sum.passed, MIN_CASES_PER_DEVICE);
+}
+
 Test(conformance, a_wrong_reference_fails_every_op_case) {
     struct cf_options opt = options();
     opt.device          = "CPU";

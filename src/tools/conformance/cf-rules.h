@@ -582,6 +582,15 @@ static void cf_rule_sticky_status(const struct cf_options * opt, struct cf_devic
     ggml_backend_synchronize(be);
     CF_FAIL_IF(res, ggmlx_backend_get_status(be) != GGML_STATUS_FAILED, "the status did not stick (read again: %s)",
                ggml_status_to_string(ggmlx_backend_get_status(be)));
+    CF_FAIL_IF(res, ggmlx_backend_get_status(d->backend) != GGML_STATUS_SUCCESS,
+               "another backend of the device was marked failed too");
+    /* while failed, a valid graph is refused and nothing runs */
+    ggml_backend_tensor_set(idx, good, 0, sizeof good);
+    st = ggml_backend_graph_compute(be, gf);
+    CF_FAIL_IF(res, st != GGML_STATUS_FAILED, "a valid graph on the failed queue returned %s", ggml_status_to_string(st));
+    ggml_backend_tensor_get(dst, h, 0, sizeof h);
+    CF_FAIL_IF(res, memcmp(h, zeros, sizeof zeros) != 0, "a graph ran on the failed queue before clear_status");
+    ggml_backend_tensor_set(idx, bad, 0, sizeof bad);
     ggmlx_backend_clear_status(be);
     CF_FAIL_IF(res, ggmlx_backend_get_status(be) != GGML_STATUS_SUCCESS, "clear_status left %s",
                ggml_status_to_string(ggmlx_backend_get_status(be)));
@@ -624,6 +633,51 @@ out:
     cf_fixture_end(&f);
 }
 
+/* A graph that cannot run (a tensor without memory) is refused by the call, before anything is
+ * queued: an error status, nothing written, and the queue's status left clean. */
+static void cf_rule_refused_before_enqueue(const struct cf_options * opt, struct cf_device * d, struct cf_result * res) {
+    (void) opt;
+    struct cf_fixture f;
+    struct ggml_context * loose = NULL;
+    if (!cf_fixture_begin(&f, res)) {
+        return;
+    }
+    struct ggml_init_params lp = { 4 * ggml_tensor_overhead(), NULL, true };
+    loose = ggml_init(lp);
+    struct ggml_tensor * x = ggml_new_tensor_1d(f.ctx, GGML_TYPE_F32, 64);
+    struct ggml_tensor * z = loose ? ggml_new_tensor_1d(loose, GGML_TYPE_F32, 64) : NULL; /* never allocated */
+    struct ggml_tensor * y = x && z ? ggml_add(f.ctx, x, z) : NULL;
+    struct ggml_cgraph * gf = y ? ggml_new_graph(f.ctx) : NULL;
+    if (gf == NULL || !cf_fixture_alloc(&f, d, res)) {
+        CF_FAIL_IF(res, gf == NULL, "building the graph: %s", cf_last_error());
+        goto out;
+    }
+    ggml_build_forward_expand(gf, y);
+    float ones[64], h[64];
+    for (int i = 0; i < 64; i++) {
+        ones[i] = 1.0f;
+    }
+    ggml_backend_tensor_set(x, ones, 0, sizeof ones);
+    ggml_backend_tensor_set(y, ones, 0, sizeof ones);
+    atomic_store(&cf_quiet, 1);
+    ggmlx_clear_last_error();
+    const enum ggml_status st = ggml_backend_graph_compute(d->backend, gf);
+    const bool have_message = ggmlx_last_error() != NULL;
+    atomic_store(&cf_quiet, 0);
+    CF_FAIL_IF(res, st == GGML_STATUS_SUCCESS, "a graph with an unallocated tensor computed with success");
+    CF_FAIL_IF(res, !have_message, "refused without a message in ggmlx_last_error()");
+    CF_FAIL_IF(res, ggmlx_backend_get_status(d->backend) != GGML_STATUS_SUCCESS,
+               "an error found before enqueueing was left in the queue's status: %s",
+               ggml_status_to_string(ggmlx_backend_get_status(d->backend)));
+    ggml_backend_tensor_get(y, h, 0, sizeof h);
+    CF_FAIL_IF(res, memcmp(h, ones, sizeof ones) != 0, "the refused graph wrote its result");
+    ggmlx_backend_clear_status(d->backend);
+out:
+    atomic_store(&cf_quiet, 0);
+    ggml_free(loose);
+    cf_fixture_end(&f);
+}
+
 /* ---- the table ------------------------------------------------------------------------------- */
 
 typedef void (*cf_rule_fn)(const struct cf_options *, struct cf_device *, struct cf_result *);
@@ -643,6 +697,7 @@ static const struct {
     { "rule: event record/wait/synchronize order two backends", cf_rule_events },
     { "rule: an event never recorded counts as done", cf_rule_event_unrecorded },
     { "rule: queued errors are sticky until clear_status", cf_rule_sticky_status },
+    { "rule: a graph that cannot run is refused before enqueueing", cf_rule_refused_before_enqueue },
 };
 #define CF_N_RULES ((int) (sizeof cf_rules / sizeof cf_rules[0]))
 
