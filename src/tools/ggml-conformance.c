@@ -344,6 +344,7 @@ int main(int argc, char ** argv) {
     if (list) {
         struct cf_case_list cases;
         if (!cf_make_op_cases(&cases)) {
+            free(cases.v);
             fprintf(stderr, "ggml-conformance: out of memory\n");
             return 1;
         }

@@ -69,6 +69,10 @@ static void cf_fill_root(struct cf_root * r, struct cf_rng * rng) {
         case CF_FILL_UNIQUE: {
             /* distinct within the row: draw again on a repeat (rows are short, ranges wide) */
             const int64_t row0 = k - k % ne0;
+            if ((int64_t) (r->hi - r->lo) + 1 < ne0) {
+                v = r->lo + (double) (k - row0); /* cannot be distinct: a case-table mistake */
+                break;
+            }
             for (;;) {
                 v = (double) cf_int(rng, (int64_t) r->lo, (int64_t) r->hi);
                 bool dup = false;

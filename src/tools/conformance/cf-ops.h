@@ -72,6 +72,8 @@ struct cf_op_case {
 struct cf_case_list {
     struct cf_op_case * v;
     int                 n, cap;
+    bool                oom;
+    struct cf_op_case   scratch; /* what cf_push hands out once memory ran out */
 };
 
 static struct cf_op_case * cf_push(struct cf_case_list * l) {
@@ -79,7 +81,8 @@ static struct cf_op_case * cf_push(struct cf_case_list * l) {
         const int cap = l->cap ? 2 * l->cap : 256;
         struct cf_op_case * v = realloc(l->v, (size_t) cap * sizeof *v);
         if (v == NULL) {
-            return NULL;
+            l->oom = true;
+            return &l->scratch;
         }
         l->v   = v;
         l->cap = cap;
@@ -98,14 +101,11 @@ static const char * cf_op_label(const struct cf_op_case * c) {
     return names[c->op];
 }
 
-/* adds a case; the name is made from the fields plus an optional note */
+/* adds a case (never NULL); the name is made from the fields plus an optional note */
 static struct cf_op_case * cf_add(struct cf_case_list * l, enum cf_op op, enum ggml_type t0, enum ggml_type t1,
                                   int64_t ne0, int64_t ne1, int64_t ne2, int64_t ne3, enum cf_layout layout,
                                   const char * note) {
     struct cf_op_case * c = cf_push(l);
-    if (c == NULL) {
-        return NULL;
-    }
     c->op     = op;
     c->t0     = t0;
     c->t1     = t1;
@@ -474,12 +474,7 @@ static bool cf_make_op_cases(struct cf_case_list * l) {
     cf_cases_mul_mat(l);
     cf_cases_rows(l);
     cf_cases_attention(l);
-    for (int i = 0; i < l->n; i++) {
-        if (l->v[i].name[0] == '\0') {
-            return false;
-        }
-    }
-    return l->v != NULL;
+    return !l->oom;
 }
 
 /* ---- building a case's graph ----------------------------------------------------------------- */
