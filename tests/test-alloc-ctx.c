@@ -122,6 +122,35 @@ Test(alloc_ctx, views_of_tensors_allocated_elsewhere_are_initialised) {
     ggml_free(other);
 }
 
+Test(alloc_ctx, views_are_initialised_even_when_nothing_needs_a_buffer) {
+    struct ggml_init_params p = { 1024 * 1024, NULL, true };
+    struct ggml_context * other = ggml_init(p);
+    struct ggml_tensor * w = ggml_new_tensor_1d(other, GGML_TYPE_F32, 64);
+    ggml_backend_buffer_t wbuf = ggml_backend_alloc_ctx_tensors_from_buft(other, ggml_backend_cpu_buffer_type());
+    cr_assert_not_null(wbuf);
+    struct ggml_tensor * v = ggml_view_1d(ctx, w, 8, 16 * sizeof(float));
+    v->buffer = NULL;
+    v->data   = NULL;
+    cr_assert_null(ggml_backend_alloc_ctx_tensors_from_buft(ctx, ggml_backend_cpu_buffer_type()));
+    cr_assert_null(ggmlx_last_error());
+    cr_assert_eq((char *) v->data, (char *) w->data + 64);
+    cr_assert_eq(v->buffer, wbuf);
+    ggml_backend_buffer_free(wbuf);
+    ggml_free(other);
+}
+
+Test(alloc_ctx, a_view_of_a_source_with_no_memory_is_refused) {
+    struct ggml_init_params p = { 1024 * 1024, NULL, true };
+    struct ggml_context * other = ggml_init(p);
+    struct ggml_tensor * w = ggml_new_tensor_1d(other, GGML_TYPE_F32, 64);
+    ggml_view_1d(ctx, w, 8, 0);
+    struct ggml_tensor * t = f32(8);
+    cr_assert_null(ggml_backend_alloc_ctx_tensors_from_buft(ctx, ggml_backend_cpu_buffer_type()));
+    ASSERT_ERROR();
+    cr_assert_null(t->data, "nothing is left half done");
+    ggml_free(other);
+}
+
 Test(alloc_ctx, only_unallocated_tensors_are_placed) {
     struct ggml_tensor * a = f32(8);
     ggml_backend_buffer_t first = ggml_backend_alloc_ctx_tensors_from_buft(ctx, ggml_backend_cpu_buffer_type());

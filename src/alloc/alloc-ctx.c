@@ -67,21 +67,33 @@ static bool place_range(struct ggml_context * ctx, struct ggml_tensor * first, s
 
     struct ggml_tallocr talloc = ggml_tallocr_new(buf);
     for (struct ggml_tensor * t = first; t != last; t = ggml_get_next_tensor(ctx, t)) {
-        enum ggml_status status = GGML_STATUS_SUCCESS;
-        if (t->data == NULL && t->view_src == NULL) {
-            status = ggml_tallocr_alloc(&talloc, t);
-        } else if (view_needs_init(t)) {
-            if (t->view_src->buffer == NULL) {
-                if (t->data != NULL) {
-                    continue; /* a view of memory that belongs to no backend buffer: nothing to do */
-                }
-                ggmlx_error(func, "view '%s' has a source '%s' that is not allocated anywhere", t->name, t->view_src->name);
-                return false;
-            }
-            status = ggml_backend_view_init(t);
+        if (t->data != NULL || t->view_src != NULL) {
+            continue;
         }
+        const enum ggml_status status = ggml_tallocr_alloc(&talloc, t);
         if (status != GGML_STATUS_SUCCESS) {
             ggmlx_error(func, "cannot place tensor '%s' in its buffer (%s)", t->name, ggml_status_to_string(status));
+            return false;
+        }
+    }
+    return true;
+}
+
+/* once every source has memory: views get theirs (also when nothing else needed a buffer) */
+static bool init_views(struct ggml_context * ctx, const char * func) {
+    for (struct ggml_tensor * t = ggml_get_first_tensor(ctx); t != NULL; t = ggml_get_next_tensor(ctx, t)) {
+        if (!view_needs_init(t)) {
+            continue;
+        }
+        if (t->view_src->buffer == NULL) {
+            if (t->data != NULL) {
+                continue; /* a view of memory that belongs to no backend buffer: nothing to do */
+            }
+            ggmlx_error(func, "view '%s' has a source '%s' that is not allocated anywhere", t->name, t->view_src->name);
+            return false;
+        }
+        if (ggml_backend_view_init(t) != GGML_STATUS_SUCCESS) {
+            ggmlx_error(func, "cannot initialise view '%s'", t->name);
             return false;
         }
     }
@@ -141,8 +153,15 @@ static ggml_backend_buffer_t alloc_ctx(struct ggml_context * ctx, ggml_backend_b
         }
         *total += cur;
     }
+    if (dry) {
+        *failed = false;
+        return NULL;
+    }
+    if (!init_views(ctx, func)) {
+        goto err;
+    }
     *failed = false;
-    if (dry || b.n == 0) {
+    if (b.n == 0) {
         return NULL;
     }
 

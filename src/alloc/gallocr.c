@@ -296,6 +296,10 @@ static bool init_tensor(ggml_gallocr_t g, struct ggml_tensor * t, const struct g
     if (t->data != NULL) {
         return true;
     }
+    if (p->buffer_id < 0 || p->buffer_id >= g->n_bufs) {
+        ggmlx_error(func, "tensor '%s' has no place in the reserved plan", t->name);
+        return false;
+    }
     const struct ggmlx_vbuffer * v = &g->vbufs[g->owner[p->buffer_id]];
     ggml_backend_buffer_t buf = p->addr.chunk < v->n_chunks ? v->chunks[p->addr.chunk] : NULL;
     char * base = buf ? ggml_backend_buffer_get_base(buf) : NULL;
