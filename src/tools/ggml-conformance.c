@@ -9,14 +9,15 @@
  * nothing failed. With GGMLX_TEST_REQUIRE_CUDA=1 (the GPU check script), finding no CUDA device
  * fails, and so does a skip on a CUDA device.
  *
- * Op cases are listed in conformance/cf-ops.h, their double-precision references are in
- * conformance/cf-ref.h, the way they run (guard bytes around every tensor) in
- * conformance/cf-exec.h, and the backend rules in conformance/cf-rules.h.
+ * In conformance/: the op cases are listed in cf-cases.h, build their graphs in cf-build.h and
+ * have double-precision references in cf-ref.h; cf-exec.h runs one (guard bytes around every
+ * tensor); the backend rules are in cf-rules-memory.h and cf-rules-queue.h (listed in cf-rules.h).
  * tests/test-conformance.c includes this file with GGMLX_CONFORMANCE_NO_MAIN defined and calls
  * cf_run().
  */
 #include "conformance/cf-common.h"
-#include "conformance/cf-ops.h"
+#include "conformance/cf-cases.h"
+#include "conformance/cf-build.h"
 #include "conformance/cf-ref.h"
 #include "conformance/cf-exec.h"
 #include "conformance/cf-rules.h"

@@ -15,7 +15,7 @@
 #ifndef GGMLX_CF_REF_H
 #define GGMLX_CF_REF_H
 
-#include "cf-ops.h"
+#include "cf-build.h"
 
 /* a tensor's elements in a host copy of its arena */
 struct cf_acc {
