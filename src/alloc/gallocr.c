@@ -319,6 +319,7 @@ bool ggml_gallocr_alloc_graph(ggml_gallocr_t galloc, struct ggml_cgraph * graph)
             /* expected by the scheduler, which then reserves with the buffer ids: not an error */
             ggmlx_log(GGML_LOG_LEVEL_DEBUG, "%s: graph differs from the reserved one; with %d buffers call "
                       "ggml_gallocr_reserve_n first\n", __func__, galloc->n_bufs);
+            ggmlx_ok(); /* false with no error: the caller is to reserve, nothing went wrong */
             return false;
         }
         if (!reserve_impl(galloc, graph, NULL, NULL, __func__)) {
