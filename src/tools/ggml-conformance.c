@@ -15,6 +15,11 @@
  * tests/test-conformance.c includes this file with GGMLX_CONFORMANCE_NO_MAIN defined and calls
  * cf_run().
  */
+/* nanosleep, alarm: POSIX (the build defines _GNU_SOURCE; this is for builds that do not) */
+#if !defined(_GNU_SOURCE) && !defined(_POSIX_C_SOURCE)
+#define _POSIX_C_SOURCE 200809L
+#endif
+
 #include "conformance/cf-common.h"
 #include "conformance/cf-cases.h"
 #include "conformance/cf-build.h"
