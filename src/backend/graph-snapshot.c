@@ -24,30 +24,37 @@ struct ggmlx_graph_snapshot {
 struct ptr_map {
     const struct ggml_tensor ** keys;   /* cap slots, NULL = free */
     int                        * vals;
-    size_t                       cap;   /* a power of two */
+    size_t                       cap;   /* a power of two, 2^bits */
+    int                          bits;
     const struct ggml_tensor ** order;  /* keys in insertion order */
     int                          n;
     int                          order_cap;
 };
 
+/*
+ * Fibonacci hashing: the product's high bits. Tensors sit at a fixed stride in a context, so
+ * the low bits of their addresses (and of any product of them) repeat and would cluster.
+ */
 static size_t slot_of(const struct ptr_map * m, const struct ggml_tensor * t) {
-    size_t i = (size_t) (((uintptr_t) t >> 4) * 0x9e3779b97f4a7c15ull) & (m->cap - 1);
+    size_t i = (size_t) (((uint64_t) (uintptr_t) t * 0x9e3779b97f4a7c15ull) >> (64 - m->bits));
     while (m->keys[i] != NULL && m->keys[i] != t) {
         i = (i + 1) & (m->cap - 1);
     }
     return i;
 }
 
-static bool map_alloc(struct ptr_map * m, size_t cap) {
+static bool map_alloc(struct ptr_map * m, int bits) {
+    const size_t cap = (size_t) 1 << bits;
     m->keys = calloc(cap, sizeof *m->keys);
     m->vals = malloc(cap * sizeof *m->vals);
     m->cap  = cap;
+    m->bits = bits;
     return m->keys != NULL && m->vals != NULL;
 }
 
 static bool map_grow(struct ptr_map * m) {
     struct ptr_map old = *m;
-    if (!map_alloc(m, old.cap * 2)) {
+    if (!map_alloc(m, old.bits + 1)) {
         free(m->keys);
         free(m->vals);
         *m = old;
@@ -132,7 +139,11 @@ struct ggmlx_graph_snapshot * ggmlx_graph_snapshot_new(const struct ggml_cgraph 
     }
     struct ptr_map m = { 0 };
     struct ggmlx_graph_snapshot * snap = NULL;
-    if (!map_alloc(&m, 256)) {
+    int bits = 8; /* room for every node and two sources each at half load, to start with */
+    while (bits < 30 && ((size_t) 1 << bits) < (size_t) cgraph->n_nodes * 6) {
+        bits++;
+    }
+    if (!map_alloc(&m, bits)) {
         goto err_oom;
     }
 
