@@ -18,6 +18,7 @@ enum cf_fill {
     CF_FILL_INT,     /* integers in [lo, hi] */
     CF_FILL_UNIQUE,  /* integers in [lo, hi], distinct within each row (set_rows indices) */
     CF_FILL_CAUSAL,  /* a mask: 0 where column <= row + (ne0 - ne1), else -INF */
+    CF_FILL_SPECIAL, /* uniform, but every 5th value +-INF, NaN, -0, 1e5 (INF in F16) or -1e-6 (subnormal) */
 };
 
 /* a tensor that owns memory: an input, the result, or an intermediate node */
@@ -112,10 +113,14 @@ static enum cf_fill cf_default_fill(const struct cf_op_case * c, enum ggml_type 
     return CF_FILL_UNIFORM;
 }
 
+/* the first input of a case with ip[3] set (copies, neg/abs, get_rows) carries special values */
 static struct ggml_tensor * cf_default_input(struct cf_build * b, const struct cf_op_case * c, enum ggml_type t,
                                              const int64_t * ne, bool permuted) {
     double lo, hi;
-    const enum cf_fill f = cf_default_fill(c, t, &lo, &hi);
+    enum cf_fill f = cf_default_fill(c, t, &lo, &hi);
+    if (b->n_in == 0 && c->op != CF_OP_ROPE && c->ip[3] != 0 && f == CF_FILL_UNIFORM) {
+        f = CF_FILL_SPECIAL;
+    }
     return cf_input(b, t, ne, permuted, f, lo, hi);
 }
 

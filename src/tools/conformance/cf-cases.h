@@ -188,6 +188,13 @@ static void cf_cases_copy(struct cf_case_list * l) {
         cf_add(l, CF_OP_DUP, all[i], all[i], 32, 3, 2, 2, CF_PERMUTED, NULL);
     }
     cf_add(l, CF_OP_DUP, GGML_TYPE_F32, GGML_TYPE_F32, 33, 3, 1, 1, CF_INPLACE, NULL);
+    /* infinities, NaNs, -0, overflow to F16 infinity, F16 subnormals: carried through exactly */
+    for (int j = 0; j < 3; j++) {
+        cf_add(l, CF_OP_CPY, GGML_TYPE_F32, cf_float_types[j], 1023, 2, 1, 1, CF_CONTIG, "special")->ip[3] = 1;
+    }
+    cf_add(l, CF_OP_CPY, GGML_TYPE_F16, GGML_TYPE_F32, 33, 3, 1, 1, CF_CONTIG, "special")->ip[3] = 1;
+    cf_add(l, CF_OP_CPY, GGML_TYPE_BF16, GGML_TYPE_F16, 33, 3, 1, 1, CF_CONTIG, "special")->ip[3] = 1;
+    cf_add(l, CF_OP_CONT, GGML_TYPE_F16, GGML_TYPE_F16, 31, 4, 3, 2, CF_PERMUTED, "special")->ip[3] = 1;
     /* many rows: grids limited to 65535 in a dimension must still cover them */
     cf_add(l, CF_OP_CPY, GGML_TYPE_F32, GGML_TYPE_F16, 4, 70000, 1, 1, CF_CONTIG, NULL);
 }
@@ -250,6 +257,16 @@ static void cf_cases_elementwise(struct cf_case_list * l) {
         cf_add(l, CF_OP_UNARY, GGML_TYPE_BF16, GGML_TYPE_BF16, 32, 3, 1, 1, CF_CONTIG, n)->ip[0] = unary[u];
         cf_add(l, CF_OP_UNARY, GGML_TYPE_F32, GGML_TYPE_F32, 31, 4, 3, 2, CF_PERMUTED, n)->ip[0] = unary[u];
         cf_add(l, CF_OP_UNARY, GGML_TYPE_F32, GGML_TYPE_F32, 32, 3, 2, 1, CF_INPLACE, n)->ip[0] = unary[u];
+    }
+    /* the exact ones, on infinities and NaNs */
+    const int exact[] = { GGML_UNARY_OP_NEG, GGML_UNARY_OP_ABS };
+    for (int u = 0; u < 2; u++) {
+        char n[32];
+        snprintf(n, sizeof n, "%s-special", cf_unary_name(exact[u]));
+        struct cf_op_case * c = cf_add(l, CF_OP_UNARY, GGML_TYPE_F32, GGML_TYPE_F32, 33, 3, 1, 1, CF_CONTIG, n);
+        c->ip[0] = exact[u], c->ip[3] = 1;
+        c = cf_add(l, CF_OP_UNARY, GGML_TYPE_F16, GGML_TYPE_F16, 33, 3, 1, 1, CF_CONTIG, n);
+        c->ip[0] = exact[u], c->ip[3] = 1;
     }
 
     const int glu[] = { GGML_GLU_OP_REGLU, GGML_GLU_OP_GEGLU, GGML_GLU_OP_SWIGLU, GGML_GLU_OP_GEGLU_ERF,
@@ -374,7 +391,9 @@ static void cf_cases_rows(struct cf_case_list * l) {
             c->nb[0] = 7;
         }
     }
-    struct cf_op_case * c = cf_add(l, CF_OP_GET_ROWS, GGML_TYPE_F32, GGML_TYPE_I32, 4, 100, 1, 1, CF_CONTIG, "many");
+    struct cf_op_case * c = cf_add(l, CF_OP_GET_ROWS, GGML_TYPE_F16, GGML_TYPE_I32, 33, 10, 2, 1, CF_CONTIG, "special");
+    c->nb[0] = 7, c->ip[3] = 1;
+    c = cf_add(l, CF_OP_GET_ROWS, GGML_TYPE_F32, GGML_TYPE_I32, 4, 100, 1, 1, CF_CONTIG, "many");
     c->nb[0] = 70000; /* 70000 output rows */
     c = cf_add(l, CF_OP_GET_ROWS, GGML_TYPE_F16, GGML_TYPE_I32, 8, 70000, 1, 1, CF_CONTIG, "far");
     c->nb[0] = 33; /* indices reaching past row 65535 */

@@ -85,6 +85,11 @@ static void cf_fill_root(struct cf_root * r, struct cf_rng * rng) {
             }
             break;
         }
+        case CF_FILL_SPECIAL: {
+            static const double special[] = { INFINITY, -INFINITY, NAN, -0.0, 1e5, -1e-6 };
+            v = k % 5 == 2 ? special[cf_next(rng) % 6] : cf_uniform(rng, r->lo, r->hi);
+            break;
+        }
         case CF_FILL_CAUSAL: {
             const int64_t i0 = k % ne0, i1 = (k / ne0) % t->ne[1];
             v = i0 <= i1 + (t->ne[0] - t->ne[1]) ? 0.0 : -INFINITY;
