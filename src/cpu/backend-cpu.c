@@ -649,3 +649,16 @@ err_free:
     free(backend);
     return NULL;
 }
+
+#ifdef GGML_BACKEND_DL
+/*
+ * The module's ggml_backend_score (ggml_backend_init is in backend-cpu-device.c). One build runs
+ * on any host, picking its mul_mat kernel at run time, so there are no variants to rank: it is
+ * always usable.
+ */
+static int cpu_module_score(void) {
+    return 1;
+}
+
+GGML_BACKEND_DL_SCORE_IMPL(cpu_module_score)
+#endif

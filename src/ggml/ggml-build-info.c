@@ -8,8 +8,14 @@
 
 const char * ggmlx_build_info(void) {
     static char info[256];
+#ifdef GGML_BACKEND_DL
+    /* the CPU's feature probes live in the libggml-cpu module, which libggml does not link */
+    snprintf(info, sizeof info, "ggmlx %s (commit %s); CPU: loadable module; CUDA: %s; sanitizers: %s",
+             ggml_version(), ggml_commit(),
+#else
     snprintf(info, sizeof info, "ggmlx %s (commit %s); CPU: avx2=%d avx512=%d f16c=%d; CUDA: %s; sanitizers: %s",
              ggml_version(), ggml_commit(), ggml_cpu_has_avx2(), ggml_cpu_has_avx512(), ggml_cpu_has_f16c(),
+#endif
 #ifdef GGMLX_HAVE_CUDA
              "compiled",
 #else

@@ -180,12 +180,38 @@ static struct ggml_tensor * demo_host(const struct demo_ctx * dc, const struct g
     return ggml_get_tensor(dc->host, ggml_get_name(t));
 }
 
+/*
+ * Element i of a host twin (contiguous, F32, F16 or BF16), through ggml.h alone: in a
+ * GGML_BACKEND_DL build ggml-cpu.h's ggml_set_f32_1d lives in a module the demo does not link.
+ */
+static void demo_set(const struct ggml_tensor * h, int64_t i, float v) {
+    void * data = ggml_get_data(h);
+    if (h->type == GGML_TYPE_F16) {
+        ((ggml_fp16_t *) data)[i] = ggml_fp32_to_fp16(v);
+    } else if (h->type == GGML_TYPE_BF16) {
+        ((ggml_bf16_t *) data)[i] = ggml_fp32_to_bf16(v);
+    } else {
+        ((float *) data)[i] = v;
+    }
+}
+
+static float demo_get(const struct ggml_tensor * h, int64_t i) {
+    const void * data = ggml_get_data(h);
+    if (h->type == GGML_TYPE_F16) {
+        return ggml_fp16_to_fp32(((const ggml_fp16_t *) data)[i]);
+    }
+    if (h->type == GGML_TYPE_BF16) {
+        return ggml_bf16_to_fp32(((const ggml_bf16_t *) data)[i]);
+    }
+    return ((const float *) data)[i];
+}
+
 /* uniform random values in [lo, hi), rounded to t's type (F32, F16 or BF16) as they are stored */
 static void demo_fill(const struct demo_ctx * dc, const struct ggml_tensor * t, struct demo_rng * r, float lo,
                       float hi) {
     struct ggml_tensor * h = demo_host(dc, t);
     for (int i = 0; i < (int) ggml_nelements(h); i++) {
-        ggml_set_f32_1d(h, i, demo_uniform(r, lo, hi));
+        demo_set(h, i, demo_uniform(r, lo, hi));
     }
 }
 
@@ -195,7 +221,7 @@ static double * demo_values(const struct demo_ctx * dc, struct demo_result * res
     const int n = (int) ggml_nelements(h);
     double * v = TRY(ggml_new_buffer(dc->host, sizeof(double) * (size_t) n));
     for (int i = 0; v != NULL && i < n; i++) {
-        v[i] = ggml_get_f32_1d(h, i);
+        v[i] = demo_get(h, i);
     }
     return v;
 }
@@ -471,9 +497,9 @@ void demo_decoder(const struct demo_options * opt, struct demo_result * res) {
     int positions[N_TOKENS];
     for (int t = 0; t < N_TOKENS; t++) {
         positions[t] = t;
-        ggml_set_i32_1d(demo_host(&dc, pos), t, t);
+        ((int32_t *) ggml_get_data(demo_host(&dc, pos)))[t] = t;
         for (int j = 0; j < N_TOKENS; j++) { /* causal: query t sees keys 0..t */
-            ggml_set_f32_nd(demo_host(&dc, mask), j, t, 0, 0, j <= t ? 0.0f : -INFINITY);
+            demo_set(demo_host(&dc, mask), (int64_t) t * N_TOKENS + j, j <= t ? 0.0f : -INFINITY);
         }
     }
     demo_fill(&dc, w.attn_norm, &rng, 0.8f, 1.2f);
@@ -647,6 +673,10 @@ int main(int argc, char ** argv) {
         }
     }
 
+#ifdef GGML_BACKEND_DL
+    /* every backend, the CPU included, is a module: nothing is registered until it is loaded */
+    ggml_backend_load_all();
+#endif
     /* the first GPU, else an integrated GPU, else the CPU */
     opt.backend = ggml_backend_init_best();
     if (opt.backend == NULL) {
