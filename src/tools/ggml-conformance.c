@@ -188,6 +188,9 @@ static int cf_run(const struct cf_options * opt, struct cf_summary * sum) {
     ggml_log_get(&cf_prev_log, &cf_prev_log_data);
     ggml_log_set(cf_log, NULL);
 
+    /* backends built as modules (GGML_BACKEND_DL) register only when loaded; loading skips any
+     * already registered, so this changes nothing in a static build */
+    ggml_backend_load_all();
     const bool have_cases = cf_make_op_cases(&cases);
     const size_t n_dev = ggml_backend_dev_count();
     FILE * f = opt->out;
@@ -249,7 +252,11 @@ static int cf_run(const struct cf_options * opt, struct cf_summary * sum) {
         cf_run_device(opt, &d, &cases, &rep, sum);
         ggml_backend_free(d.backend);
     }
-    if (opt->device != NULL && sum->n_devices == 0) {
+    if (n_dev == 0) {
+        cf_set(&r, CF_FAIL, "the registry found no device (GGML_BACKEND_DL build without modules?)");
+        cf_count(opt, NULL, &r, sum);
+        cf_report_case(&rep, "-", "device lookup", &r);
+    } else if (opt->device != NULL && sum->n_devices == 0) {
         cf_set(&r, CF_FAIL, "no device named '%s' (ggml-devices lists them)", opt->device);
         cf_count(opt, NULL, &r, sum);
         cf_report_case(&rep, opt->device, "device lookup", &r);
