@@ -113,7 +113,7 @@ static int64_t now_ns(void) {
 static void block_until(struct ggmlx_host_event * ev, uint64_t target, struct ggmlx_queue * q) {
     const int64_t end = now_ns() + GGMLX_EVENT_SPIN_NS;
     for (;;) {
-        for (int i = 0; i < 64; i++) {
+        for (int i = 0; i < 16; i++) {
             if (reached(ev, target)) {
                 return;
             }

@@ -96,7 +96,7 @@ static int64_t now_ns(void) {
 static bool spin_until(atomic_uint_fast64_t * counter, uint64_t target, int64_t ns) {
     const int64_t end = now_ns() + ns;
     for (;;) {
-        for (int i = 0; i < 64; i++) {
+        for (int i = 0; i < 16; i++) {
             if (atomic_load_explicit(counter, memory_order_acquire) >= target) {
                 return true;
             }
