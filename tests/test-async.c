@@ -638,6 +638,46 @@ Test(async, rule7_ping_pong_pipeline_keeps_every_hop_ordered) {
     ggml_free(ctx);
 }
 
+/* free-running (no holds): 100 stages alternating two queues, each hop through an event */
+Test(async, rule6_hundred_hops_without_holds_stay_ordered) {
+    ggml_backend_t q[2] = { cpu("n_threads=1"), cpu("n_threads=2") };
+    struct ggml_context * ctx = new_ctx();
+    struct ggml_tensor * v    = vec(ctx, "v");
+    struct ggml_tensor * ones = vec(ctx, "ones");
+    struct ggml_cgraph * g[2] = { graph_of(ctx, ggml_add_inplace(ctx, v, ones)),
+                                  graph_of(ctx, ggml_scale_inplace(ctx, v, 0.5f)) };
+    ggml_backend_buffer_t buf = alloc_all(ctx, q[0]);
+    fill(v, 0.0f);
+    fill_const(ones, 1.0f);
+    ggml_backend_event_t ev[2] = { ggml_backend_event_new(ggml_backend_get_device(q[0])),
+                                   ggml_backend_event_new(ggml_backend_get_device(q[1])) };
+    float want[N];
+    for (int i = 0; i < N; i++) {
+        want[i] = (float) i;
+    }
+    for (int s = 0; s < 100; s++) {
+        const int me = s % 2;
+        ggml_backend_event_wait(q[me], ev[!me]);
+        cr_assert_eq(ggml_backend_graph_compute_async(q[me], g[me]), GGML_STATUS_SUCCESS);
+        ggml_backend_event_record(ev[me], q[me]);
+        for (int i = 0; i < N; i++) {
+            want[i] = me == 0 ? want[i] + 1.0f : want[i] * 0.5f;
+        }
+    }
+    ggml_backend_event_synchronize(ev[1]);
+    float got[N];
+    ggml_backend_tensor_get(v, got, 0, sizeof got);
+    for (int i = 0; i < N; i++) {
+        cr_assert_float_eq(got[i], want[i], 0, "[%d]: stages ran out of order", i);
+    }
+    ggml_backend_event_free(ev[0]);
+    ggml_backend_event_free(ev[1]);
+    ggml_backend_free(q[0]);
+    ggml_backend_free(q[1]);
+    ggml_backend_buffer_free(buf);
+    ggml_free(ctx);
+}
+
 Test(async, rule7_copy_on_the_same_backend_is_queued_in_order) {
     struct two t;
     two_init(&t);
