@@ -266,6 +266,33 @@ extern "C" {
     GGML_API void               ggml_backend_load_all_from_path(const char * dir_path);
 
     /*
+     * Tensor parallelism: how a meta device (several devices acting as one) splits a tensor.
+     * The types are here for compatibility; the meta device itself arrives with a later layer.
+     */
+
+#define GGML_BACKEND_META_MAX_DEVICES 16
+
+    enum ggml_backend_meta_split_axis {
+        GGML_BACKEND_SPLIT_AXIS_0        = 0,
+        GGML_BACKEND_SPLIT_AXIS_1        = 1,
+        GGML_BACKEND_SPLIT_AXIS_2        = 2,
+        GGML_BACKEND_SPLIT_AXIS_3        = 3,
+        GGML_BACKEND_SPLIT_AXIS_MIRRORED = 10, /* every device holds all values */
+        GGML_BACKEND_SPLIT_AXIS_PARTIAL  = 11, /* every device holds a partial sum */
+        GGML_BACKEND_SPLIT_AXIS_NONE     = 98,
+        GGML_BACKEND_SPLIT_AXIS_UNKNOWN  = 99,
+    };
+
+    struct ggml_backend_meta_split_state {
+        enum ggml_backend_meta_split_axis axis;
+        int64_t  ne[16 * GGML_BACKEND_META_MAX_DEVICES]; /* slice length along axis, per (segment, device) */
+        uint32_t nr[16];                                 /* repetitions per segment */
+        uint32_t n_segments;
+    };
+
+    typedef struct ggml_backend_meta_split_state (*ggml_backend_meta_get_split_state_t)(const struct ggml_tensor * tensor, void * userdata);
+
+    /*
      * Utils
      */
 

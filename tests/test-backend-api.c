@@ -324,18 +324,35 @@ static bool always_abort(void * data) {
 }
 
 Test(cpu_graphs, queued_failures_are_sticky_until_cleared) {
+    /* a set_rows index out of range is found only while computing, on the worker */
+    struct relu_graph r = relu_graph(64);
+    struct ggml_tensor * dst  = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, 4, 2);
+    struct ggml_tensor * rows = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, 4, 1);
+    struct ggml_tensor * idx  = ggml_new_tensor_1d(ctx, GGML_TYPE_I64, 1);
+    struct ggml_cgraph * bad  = ggml_new_graph(ctx);
+    ggml_build_forward_expand(bad, ggml_set_rows(ctx, dst, rows, idx));
+    ggml_backend_buffer_t b = alloc_all();
+    set_ramp(r.x, 64);
+    const int64_t out_of_range = 7;
+    ggml_backend_tensor_set(idx, &out_of_range, 0, sizeof out_of_range);
+    const enum ggml_status st = ggml_backend_graph_compute(cpu, bad);
+    cr_assert_eq(st, GGML_STATUS_FAILED);
+    cr_assert_not_null(ggmlx_last_error(), "the failure has a message");
+    cr_assert_eq(ggmlx_backend_get_status(cpu), st);
+    cr_assert_eq(ggml_backend_graph_compute(cpu, r.g), st, "still failed: the status is sticky");
+    ggmlx_backend_clear_status(cpu);
+    cr_assert_eq(ggmlx_backend_get_status(cpu), GGML_STATUS_SUCCESS);
+    cr_assert_eq(ggml_backend_graph_compute(cpu, r.g), GGML_STATUS_SUCCESS, "%s", ggmlx_last_error());
+    check_relu_of_ramp(r.y, 64);
+    ggml_backend_buffer_free(b);
+}
+
+Test(cpu_graphs, an_abort_is_returned_once) {
     struct relu_graph r = relu_graph(64);
     ggml_backend_buffer_t b = alloc_all();
     set_ramp(r.x, 64);
     ggml_backend_cpu_set_abort_callback(cpu, always_abort, NULL);
-    const enum ggml_status st = ggml_backend_graph_compute(cpu, r.g);
-    cr_assert_neq(st, GGML_STATUS_SUCCESS);
-    cr_assert_not_null(ggmlx_last_error(), "the failure has a message");
-    cr_assert_eq(ggmlx_backend_get_status(cpu), st);
-    ggml_backend_cpu_set_abort_callback(cpu, NULL, NULL);
-    cr_assert_eq(ggml_backend_graph_compute(cpu, r.g), st, "still failed: the status is sticky");
-    ggmlx_backend_clear_status(cpu);
-    cr_assert_eq(ggmlx_backend_get_status(cpu), GGML_STATUS_SUCCESS);
+    cr_assert_eq(ggml_backend_graph_compute(cpu, r.g), GGML_STATUS_ABORTED);
     ggml_backend_cpu_set_abort_callback(cpu, NULL, NULL);
     cr_assert_eq(ggml_backend_graph_compute(cpu, r.g), GGML_STATUS_SUCCESS, "%s", ggmlx_last_error());
     check_relu_of_ramp(r.y, 64);

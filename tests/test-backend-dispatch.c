@@ -514,14 +514,21 @@ Test(graphs, compute_is_compute_async_then_synchronize) {
 }
 
 Test(graphs, compute_returns_the_sticky_queue_status) {
-    M.status = GGML_STATUS_ABORTED;
-    cr_assert_eq(ggml_backend_graph_compute(be, small_graph()), GGML_STATUS_ABORTED);
+    M.status = GGML_STATUS_FAILED;
+    cr_assert_eq(ggml_backend_graph_compute(be, small_graph()), GGML_STATUS_FAILED);
     ASSERT_ERROR();
-    cr_assert_eq(ggml_backend_graph_compute(be, small_graph()), GGML_STATUS_ABORTED, "stays until cleared");
+    cr_assert_eq(ggml_backend_graph_compute(be, small_graph()), GGML_STATUS_FAILED, "stays until cleared");
     ASSERT_ERROR();
     ggmlx_backend_clear_status(be);
     cr_assert_eq(ggml_backend_graph_compute(be, small_graph()), GGML_STATUS_SUCCESS);
     ASSERT_NO_ERROR();
+}
+
+Test(graphs, compute_returns_an_abort_once) {
+    M.status = GGML_STATUS_ABORTED;
+    cr_assert_eq(ggml_backend_graph_compute(be, small_graph()), GGML_STATUS_ABORTED);
+    ASSERT_NO_ERROR();
+    cr_assert_eq(ggml_backend_graph_compute(be, small_graph()), GGML_STATUS_SUCCESS, "cleared once returned");
 }
 
 Test(graphs, compute_on_a_synchronous_backend) {

@@ -251,7 +251,12 @@ enum ggml_status ggml_backend_graph_compute(ggml_backend_t backend, struct ggml_
     }
     ggmlx_clear_last_error();
     const enum ggml_status queued = backend->iface.get_status(backend);
-    if (queued != GGML_STATUS_SUCCESS) {
+    if (queued == GGML_STATUS_ABORTED && backend->iface.clear_status != NULL) {
+        /* an abort is the caller's own request, not a fault of the queue: report it once, as
+         * upstream's CPU backend does, so the next computation runs normally */
+        backend->iface.clear_status(backend);
+        ggmlx_clear_last_error();
+    } else if (queued != GGML_STATUS_SUCCESS) {
         ggmlx_error_if_silent(__func__, "work queued on %s failed (%s); the status stays until "
                               "ggmlx_backend_clear_status", ggml_backend_name(backend), ggml_status_to_string(queued));
     }

@@ -474,8 +474,8 @@ static void cpu_event_wait(ggml_backend_t backend, ggml_backend_event_t event) {
 /* ---- status and test hooks ----------------------------------------------------------------- */
 
 static enum ggml_status cpu_get_status(ggml_backend_t backend) {
-    struct cpu_backend * ctx = backend->context;
-    return ggmlx_queue_status(ctx->queue);
+    /* the queue's own message is what the caller needs, so it becomes the last error */
+    return sticky("ggml_backend_get_status", backend->context);
 }
 
 static void cpu_clear_status(ggml_backend_t backend) {
