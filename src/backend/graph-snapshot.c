@@ -217,3 +217,8 @@ void ggmlx_graph_snapshot_free(struct ggmlx_graph_snapshot * snap) {
 struct ggml_cgraph * ggmlx_graph_snapshot_graph(struct ggmlx_graph_snapshot * snap) {
     return snap ? &snap->graph : NULL;
 }
+
+struct ggml_tensor * ggmlx_graph_snapshot_tensors(struct ggmlx_graph_snapshot * snap, int * n) {
+    *n = snap ? snap->n_tensors : 0;
+    return snap ? snap->tensors : NULL;
+}

@@ -22,4 +22,10 @@ void                          ggmlx_graph_snapshot_free(struct ggmlx_graph_snaps
 /* the snapshot as a graph the CPU executor can run (a view graph: it cannot be expanded) */
 struct ggml_cgraph *          ggmlx_graph_snapshot_graph(struct ggmlx_graph_snapshot * snap);
 
+/*
+ * Every tensor copy the snapshot owns (nodes, sources and their view chains), *n of them, so a
+ * backend can rewrite data pointers into the addresses its executing thread uses.
+ */
+struct ggml_tensor *          ggmlx_graph_snapshot_tensors(struct ggmlx_graph_snapshot * snap, int * n);
+
 #endif /* GGMLX_GRAPH_SNAPSHOT_H */

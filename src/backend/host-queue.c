@@ -52,6 +52,8 @@ struct ggmlx_queue {
     enum ggml_status    status;    /* sticky: first error of queued work */
     char                error[512];
 
+    uint64_t            chaos;     /* random state of chaos mode (0: off), under the mutex */
+
     pthread_t           thread;
     char                name[32];
 };
@@ -109,6 +111,23 @@ static bool spin_until(atomic_uint_fast64_t * counter, uint64_t target, int64_t 
     }
 }
 
+/* The next chaos delay in microseconds, 0 to 200 (mutex held). */
+static unsigned chaos_delay_us(struct ggmlx_queue * q) {
+    if (q->chaos == 0) {
+        return 0;
+    }
+    /* xorshift64: never reaches 0 from a nonzero state */
+    q->chaos ^= q->chaos << 13;
+    q->chaos ^= q->chaos >> 7;
+    q->chaos ^= q->chaos << 17;
+    return (unsigned) (q->chaos % 201);
+}
+
+static void sleep_us(unsigned us) {
+    const struct timespec ts = { 0, (long) us * 1000 };
+    nanosleep(&ts, NULL);
+}
+
 static void * worker_main(void * arg) {
     struct ggmlx_queue * q = arg;
     tl_queue = q;
@@ -130,8 +149,13 @@ static void * worker_main(void * arg) {
         const struct ggmlx_task task = q->ring[q->head];
         q->head = (q->head + 1) % q->cap;
         q->count--;
-        const bool skip = q->status != GGML_STATUS_SUCCESS && !task.always_run;
+        const bool     skip  = q->status != GGML_STATUS_SUCCESS && !task.always_run;
+        const unsigned delay = chaos_delay_us(q);
         pthread_mutex_unlock(&q->mutex);
+
+        if (delay > 0) {
+            sleep_us(delay);
+        }
 
         enum ggml_status st = GGML_STATUS_SUCCESS;
         if (!skip) {
@@ -195,6 +219,20 @@ err_mutex:
 err_free:
     free(q);
     return NULL;
+}
+
+void ggmlx_queue_set_chaos(struct ggmlx_queue * q, uint64_t seed) {
+    if (q == NULL) {
+        return;
+    }
+    /* splitmix64 of the seed: nearby seeds give unrelated sequences, and 0 stays "off" */
+    uint64_t z = seed + 0x9e3779b97f4a7c15ull;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    z ^= z >> 31;
+    pthread_mutex_lock(&q->mutex);
+    q->chaos = seed == 0 ? 0 : (z != 0 ? z : 1);
+    pthread_mutex_unlock(&q->mutex);
 }
 
 void ggmlx_queue_free(struct ggmlx_queue * q) {

@@ -32,6 +32,12 @@ struct ggmlx_task {
 
 /* NULL when the thread cannot be started (error recorded). name: for the thread and messages. */
 struct ggmlx_queue * ggmlx_queue_new(const char * name);
+/*
+ * Chaos mode for soak tests: with a seed other than 0 the worker sleeps a random 0-200 us
+ * before each task (seeded per queue, so a run can be replayed); 0 turns it off. Set it before
+ * pushing work.
+ */
+void                 ggmlx_queue_set_chaos(struct ggmlx_queue * q, uint64_t seed);
 /* Runs what is queued, then joins the worker. NULL is allowed. */
 void                 ggmlx_queue_free(struct ggmlx_queue * q);
 
@@ -85,5 +91,12 @@ bool                 ggmlx_host_event_record(struct ggmlx_queue * q, ggml_backen
 bool                 ggmlx_host_event_wait(struct ggmlx_queue * q, ggml_backend_event_t event);
 /* host blocks until every record enqueued before the call has completed */
 void                 ggmlx_host_event_synchronize(ggml_backend_event_t event);
+/*
+ * Keep ev's counter alive while something outside the host queues still reads it (a CUDA stream
+ * waiting on it with cuStreamWaitValue64), even if the event is freed meanwhile; release lets it
+ * go. Release never calls into anything but free, so it may run on a driver callback thread.
+ */
+void                 ggmlx_host_event_retain(struct ggmlx_host_event * ev);
+void                 ggmlx_host_event_release(struct ggmlx_host_event * ev);
 
 #endif /* GGMLX_HOST_QUEUE_H */

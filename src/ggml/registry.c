@@ -10,6 +10,7 @@
 #include "registry-impl.h"
 
 #include "ggml-cpu.h"
+#include "ggmlx-sim.h"
 #include "ggmlx.h"
 
 #include <pthread.h>
@@ -26,6 +27,9 @@
  */
 static ggml_backend_reg_t (*const g_static_regs[])(void) = {
     /* ---- GPU-kind registries go here (CUDA when GGMLX_HAVE_CUDA, then SIM) ---- */
+#ifndef GGML_BACKEND_DL
+    ggmlx_sim_reg, /* simulated devices need the linked CPU executor: none in a module build */
+#endif
     /* ---- the CPU, always last (a module of its own in a GGML_BACKEND_DL build) ---- */
 #ifndef GGML_BACKEND_DL
     ggml_backend_cpu_reg,
