@@ -1,6 +1,6 @@
 /*
- * cuda-ops.h -- the contract between the CUDA backend's host logic (C, cuda/*.c) and its
- * kernels (CUDA C++, cuda/*.cu, one file per op family with extern "C" launchers).
+ * cuda-ops.h -- the contract between the CUDA backend's host logic (C, the .c files in cuda/) and
+ * its kernels (CUDA C++, the .cu files, one per op family with extern "C" launchers).
  *
  * The host side checks a graph, reserves scratch for every node before anything is enqueued
  * (so running out of memory leaves nothing half done), then calls one launcher per node on the

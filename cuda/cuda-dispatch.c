@@ -1,0 +1,157 @@
+/*
+ * cuda-dispatch.c -- which CUDA launcher computes a node (ggmlx_cuda_supports_op), the scratch it
+ * needs, and the call itself. supports_op answers yes only for what the launchers really
+ * compute, with the same type and layout rules they assume.
+ */
+#include "cuda-kernels.h"
+#include "ggml-impl.h"
+
+#include <stdio.h>
+#include <string.h>
+
+void ggmlx_cuda_tdesc_of(const struct ggml_tensor * t, struct ggmlx_cuda_tdesc * d) {
+    d->data = (char *)t->data;
+    d->type = (int)t->type;
+    for (int i = 0; i < 4; i++) {
+        d->ne[i] = t->ne[i];
+        d->nb[i] = (int64_t)t->nb[i];
+    }
+}
+
+static bool is_float(enum ggml_type t) {
+    return t == GGML_TYPE_F32 || t == GGML_TYPE_F16 || t == GGML_TYPE_BF16;
+}
+
+/* equal types with one element per block of 1, 2, 4 or 8 bytes are moved as bytes */
+static bool is_plain(enum ggml_type t) {
+    switch (t) {
+    case GGML_TYPE_F32: case GGML_TYPE_F16: case GGML_TYPE_BF16: case GGML_TYPE_I8: case GGML_TYPE_I16:
+    case GGML_TYPE_I32: case GGML_TYPE_I64: case GGML_TYPE_F64:
+        return true;
+    default:
+        return false;
+    }
+}
+
+static void mm_tensor_of(const struct ggml_tensor * t, struct ggmlx_mm_tensor * m) {
+    m->type = (int)t->type;
+    for (int i = 0; i < 4; i++) {
+        m->ne[i] = t->ne[i];
+        m->nb[i] = t->nb[i];
+    }
+}
+
+static bool mul_mat_plan(const struct ggml_tensor * node, struct ggmlx_mm_plan * plan, char * why, size_t why_size) {
+    struct ggmlx_mm_tensor a, b, d;
+    mm_tensor_of(node->src[0], &a);
+    mm_tensor_of(node->src[1], &b);
+    mm_tensor_of(node, &d);
+    return ggmlx_mm_plan_make(&a, &b, &d, plan, why, why_size);
+}
+
+static int unary_op_of(const struct ggml_tensor * node) {
+    int32_t v;
+    memcpy(&v, node->op_params, sizeof v);
+    return v;
+}
+
+bool ggmlx_cuda_supports_op(const struct ggml_tensor * node) {
+    if (node == NULL) {
+        return false;
+    }
+    const struct ggml_tensor * s0 = node->src[0];
+    const struct ggml_tensor * s1 = node->src[1];
+    switch (node->op) {
+    case GGML_OP_NONE:
+    case GGML_OP_VIEW:
+    case GGML_OP_RESHAPE:
+    case GGML_OP_PERMUTE:
+    case GGML_OP_TRANSPOSE:
+        return true; /* nothing to compute */
+    case GGML_OP_DUP:
+    case GGML_OP_CPY:
+    case GGML_OP_CONT:
+        return s0 != NULL && ggml_nelements(s0) == ggml_nelements(node) &&
+               ((s0->type == node->type && is_plain(node->type)) || (is_float(s0->type) && is_float(node->type)));
+    case GGML_OP_ADD:
+    case GGML_OP_SUB:
+    case GGML_OP_MUL:
+    case GGML_OP_DIV:
+        return s0 != NULL && s1 != NULL && is_float(s0->type) && is_float(s1->type) && is_float(node->type) &&
+               ggml_are_same_shape(s0, node) && ggml_can_repeat(s1, node);
+    case GGML_OP_UNARY:
+        if (!ggmlx_cuda_unary_supported(unary_op_of(node))) {
+            return false;
+        }
+        /* fall through */
+    case GGML_OP_SQR:
+    case GGML_OP_SQRT:
+    case GGML_OP_SCALE:
+        return s0 != NULL && is_float(s0->type) && node->type == s0->type && ggml_are_same_shape(s0, node);
+    default:
+        return false;
+    }
+}
+
+size_t ggmlx_cuda_scratch_size(const struct ggml_tensor * node) {
+    if (node == NULL || node->op != GGML_OP_MUL_MAT || !ggmlx_cuda_supports_op(node)) {
+        return 0;
+    }
+    struct ggmlx_mm_plan plan;
+    return mul_mat_plan(node, &plan, NULL, 0) ? plan.scratch_size : 0;
+}
+
+enum ggml_status ggmlx_cuda_compute_node(const struct ggmlx_cuda_exec * ex, struct ggml_tensor * node, char * err,
+                                         size_t err_size) {
+    if (ex == NULL || node == NULL) {
+        snprintf(err, err_size, "ggmlx_cuda_compute_node: NULL argument");
+        return GGML_STATUS_FAILED;
+    }
+    if (!ggmlx_cuda_supports_op(node)) {
+        snprintf(err, err_size, "%s: op %s is not supported on CUDA for these types or layouts", node->name,
+                 ggml_op_desc(node));
+        return GGML_STATUS_FAILED;
+    }
+    switch (node->op) {
+    case GGML_OP_NONE:
+    case GGML_OP_VIEW:
+    case GGML_OP_RESHAPE:
+    case GGML_OP_PERMUTE:
+    case GGML_OP_TRANSPOSE:
+        return GGML_STATUS_SUCCESS;
+    default:
+        break;
+    }
+    if (ggml_nelements(node) == 0) {
+        return GGML_STATUS_SUCCESS;
+    }
+    for (int i = 0; i < 2; i++) {
+        if ((node->src[i] != NULL && node->src[i]->data == NULL) || node->data == NULL) {
+            snprintf(err, err_size, "%s (%s): a tensor has no data", node->name, ggml_op_desc(node));
+            return GGML_STATUS_FAILED;
+        }
+    }
+    switch (node->op) {
+    case GGML_OP_DUP:
+    case GGML_OP_CPY:
+    case GGML_OP_CONT: {
+        struct ggmlx_cuda_tdesc s, d;
+        ggmlx_cuda_tdesc_of(node->src[0], &s);
+        ggmlx_cuda_tdesc_of(node, &d);
+        return ggmlx_cuda_launch_copy(ex, &s, &d, err, err_size);
+    }
+    case GGML_OP_ADD:
+    case GGML_OP_SUB:
+    case GGML_OP_MUL:
+    case GGML_OP_DIV:
+        return ggmlx_cuda_launch_binary(ex, node, err, err_size);
+    case GGML_OP_UNARY:
+    case GGML_OP_SQR:
+    case GGML_OP_SQRT:
+    case GGML_OP_SCALE:
+        return ggmlx_cuda_launch_unary(ex, node, err, err_size);
+    default:
+        snprintf(err, err_size, "%s: no CUDA launcher for op %s", node->name, ggml_op_desc(node));
+        return GGML_STATUS_FAILED;
+    }
+}

@@ -1,0 +1,47 @@
+/*
+ * ops-rows.cu -- GET_ROWS with I32 indices: dst[:, i10, i11, i12] = src[:, idx[i10, i11, i12], i11, i12].
+ * Indices are data the host never sees before the kernel runs: a row whose index is out of
+ * range is left untouched rather than read out of bounds (the CPU fails the whole op instead).
+ */
+#include "kernels-common.cuh"
+
+__global__ void __launch_bounds__(GGMLX_CUDA_ELEM_THREADS)
+k_get_rows(const ggmlx_cuda_tdesc src, const ggmlx_cuda_tdesc idx, const ggmlx_cuda_tdesc dst, int es) {
+    const int64_t ne0   = dst.ne[0];
+    const int64_t nrows = dst.ne[1] * dst.ne[2] * dst.ne[3];
+    const int64_t sx = (int64_t)gridDim.x * blockDim.x, sy = (int64_t)gridDim.y * blockDim.y;
+    for (int64_t r = (int64_t)blockIdx.y * blockDim.y + threadIdx.y; r < nrows; r += sy) {
+        const int64_t i10 = r % dst.ne[1];
+        const int64_t q   = r / dst.ne[1];
+        const int64_t i11 = q % dst.ne[2];
+        const int64_t i12 = q / dst.ne[2];
+        const int64_t row = *(const int32_t *)(idx.data + i10 * idx.nb[0] + i11 * idx.nb[1] + i12 * idx.nb[2]);
+        if (row < 0 || row >= src.ne[1]) {
+            continue;
+        }
+        const char * ps = src.data + row * src.nb[1] + i11 * src.nb[2] + i12 * src.nb[3];
+        char       * pd = dst.data + i10 * dst.nb[1] + i11 * dst.nb[2] + i12 * dst.nb[3];
+        for (int64_t i0 = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i0 < ne0; i0 += sx) {
+            ggmlx_dev_copy_elem(src.type, ps + i0 * src.nb[0], dst.type, pd + i0 * dst.nb[0], es);
+        }
+    }
+}
+
+extern "C" enum ggml_status ggmlx_cuda_launch_get_rows(const struct ggmlx_cuda_exec * ex, struct ggml_tensor * node,
+                                                       char * err, size_t err_size) {
+    ggmlx_cuda_tdesc src, idx, dst;
+    ggmlx_cuda_tdesc_of(node->src[0], &src);
+    ggmlx_cuda_tdesc_of(node->src[1], &idx);
+    ggmlx_cuda_tdesc_of(node, &dst);
+    const int64_t nrows = dst.ne[1] * dst.ne[2] * dst.ne[3];
+    if (dst.ne[0] == 0 || nrows == 0) {
+        return GGML_STATUS_SUCCESS;
+    }
+    const ggmlx_cuda_limits lim = ggmlx_limits();
+    ggmlx_cuda_launch l;
+    if (!ggmlx_cuda_launch_elem(&lim, dst.ne[0], nrows, &l)) {
+        return ggmlx_fail(err, err_size, node->name, "no launch configuration for this shape");
+    }
+    k_get_rows<<<ggmlx_grid(l), ggmlx_block(l), 0, ex->stream>>>(src, idx, dst, ggmlx_elem_size(dst.type));
+    return ggmlx_after_launch(err, err_size, "get_rows");
+}
