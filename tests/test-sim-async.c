@@ -914,9 +914,10 @@ Test(sim_async, rule7_three_stage_pipeline_sim0_sim1_cpu_held) {
 }
 
 /*
- * Free-running (no holds): the same pipeline over 200 iterations through two slots per stage,
- * double-buffered as a real pipeline is: a slot is written again only after an event says its
- * last reader is done. Every hop is a copy_async or an event.
+ * drop-event-waits, in practice (a free-running race, no holds): the same pipeline over 200
+ * iterations through two slots per stage, double-buffered as a real pipeline is: a slot is
+ * written again only after an event says its last reader is done. Every hop is a copy_async or
+ * an event.
  */
 #define RUN_ITERS 200
 #define SLOTS     2
@@ -994,7 +995,10 @@ Test(sim_async, rule7_pipeline_sim0_sim1_cpu_free_running_double_buffered) {
     ggml_free(cc);
 }
 
-/* free-running: a hundred hops around SIM0 -> SIM1 -> CPU -> SIM0, each a copy_async then v = v/2 + 1 */
+/*
+ * drop-event-waits, in practice (a free-running race, no holds): a hundred hops around
+ * SIM0 -> SIM1 -> CPU -> SIM0, each a copy_async then v = v/2 + 1 on the destination
+ */
 Test(sim_async, rule7_hundred_hops_around_sim0_sim1_cpu_without_holds) {
     ggml_backend_t q[3] = { sim(0), sim(1), cpu() };
     struct ggml_context * ctx[3];
