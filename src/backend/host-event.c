@@ -230,3 +230,11 @@ void ggmlx_host_event_synchronize(ggml_backend_event_t event) {
     }
     block_until(ev, (uint64_t) atomic_load(&ev->n_recorded), NULL);
 }
+
+void ggmlx_host_event_retain(struct ggmlx_host_event * ev) {
+    atomic_fetch_add_explicit(&block_of(ev)->refs, 1, memory_order_relaxed);
+}
+
+void ggmlx_host_event_release(struct ggmlx_host_event * ev) {
+    unref(block_of(ev));
+}

@@ -10,6 +10,9 @@
 #include "registry-impl.h"
 
 #include "ggml-cpu.h"
+#ifdef GGMLX_HAVE_CUDA
+#    include "ggml-cuda.h"
+#endif
 #include "ggmlx-sim.h"
 #include "ggmlx.h"
 
@@ -27,6 +30,9 @@
  */
 static ggml_backend_reg_t (*const g_static_regs[])(void) = {
     /* ---- GPU-kind registries go here (CUDA when GGMLX_HAVE_CUDA, then SIM) ---- */
+#ifdef GGMLX_HAVE_CUDA
+    ggml_backend_cuda_reg, /* zero devices without a GPU or a driver */
+#endif
 #ifndef GGML_BACKEND_DL
     ggmlx_sim_reg, /* simulated devices need the linked CPU executor: none in a module build */
 #endif
