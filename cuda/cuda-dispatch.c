@@ -49,6 +49,18 @@ static bool mul_mat_plan(const struct ggml_tensor * node, struct ggmlx_mm_plan *
     return ggmlx_mm_plan_make(&a, &b, &d, plan, why, why_size);
 }
 
+/* the unary ops ops-unary.cu computes (the math of ggml-math-act.h) */
+bool ggmlx_cuda_unary_supported(int op) {
+    switch (op) {
+    case GGML_UNARY_OP_ABS: case GGML_UNARY_OP_NEG: case GGML_UNARY_OP_TANH: case GGML_UNARY_OP_RELU:
+    case GGML_UNARY_OP_SIGMOID: case GGML_UNARY_OP_GELU: case GGML_UNARY_OP_GELU_ERF:
+    case GGML_UNARY_OP_GELU_QUICK: case GGML_UNARY_OP_SILU: case GGML_UNARY_OP_EXP:
+        return true;
+    default:
+        return false;
+    }
+}
+
 static int unary_op_of(const struct ggml_tensor * node) {
     int32_t v;
     memcpy(&v, node->op_params, sizeof v);
@@ -88,6 +100,28 @@ bool ggmlx_cuda_supports_op(const struct ggml_tensor * node) {
     case GGML_OP_SQRT:
     case GGML_OP_SCALE:
         return s0 != NULL && is_float(s0->type) && node->type == s0->type && ggml_are_same_shape(s0, node);
+    case GGML_OP_NORM:
+    case GGML_OP_RMS_NORM:
+        return s0 != NULL && s0->type == GGML_TYPE_F32 && node->type == GGML_TYPE_F32 && ggml_are_same_shape(s0, node);
+    case GGML_OP_SOFT_MAX:
+        /* sinks (src[2]) are not implemented; the mask covers the rows and broadcasts over dims 2, 3 */
+        return s0 != NULL && s0->type == GGML_TYPE_F32 && node->type == GGML_TYPE_F32 && ggml_are_same_shape(s0, node) &&
+               node->src[2] == NULL &&
+               (s1 == NULL || ((s1->type == GGML_TYPE_F16 || s1->type == GGML_TYPE_F32) && s1->ne[0] == s0->ne[0] &&
+                               s1->ne[1] >= s0->ne[1] && s1->ne[2] > 0 && s1->ne[3] > 0 && s0->ne[2] % s1->ne[2] == 0 &&
+                               s0->ne[3] % s1->ne[3] == 0));
+    case GGML_OP_GET_ROWS:
+        return s0 != NULL && s1 != NULL && s1->type == GGML_TYPE_I32 && is_plain(s0->type) &&
+               (node->type == s0->type || (is_float(s0->type) && is_float(node->type))) && node->ne[0] == s0->ne[0] &&
+               node->ne[1] == s1->ne[0] && node->ne[2] == s1->ne[1] && node->ne[3] == s1->ne[2] &&
+               s0->ne[2] == s1->ne[1] && s0->ne[3] == s1->ne[2];
+    case GGML_OP_MUL_MAT: {
+        if (s0 == NULL || s1 == NULL) {
+            return false;
+        }
+        struct ggmlx_mm_plan plan;
+        return mul_mat_plan(node, &plan, NULL, 0);
+    }
     default:
         return false;
     }
@@ -150,6 +184,20 @@ enum ggml_status ggmlx_cuda_compute_node(const struct ggmlx_cuda_exec * ex, stru
     case GGML_OP_SQRT:
     case GGML_OP_SCALE:
         return ggmlx_cuda_launch_unary(ex, node, err, err_size);
+    case GGML_OP_NORM:
+    case GGML_OP_RMS_NORM:
+        return ggmlx_cuda_launch_norm(ex, node, err, err_size);
+    case GGML_OP_SOFT_MAX:
+        return ggmlx_cuda_launch_soft_max(ex, node, err, err_size);
+    case GGML_OP_GET_ROWS:
+        return ggmlx_cuda_launch_get_rows(ex, node, err, err_size);
+    case GGML_OP_MUL_MAT: {
+        struct ggmlx_mm_plan plan;
+        if (!mul_mat_plan(node, &plan, err, err_size)) {
+            return GGML_STATUS_FAILED;
+        }
+        return ggmlx_cuda_launch_mul_mat(ex, node, &plan, err, err_size);
+    }
     default:
         snprintf(err, err_size, "%s: no CUDA launcher for op %s", node->name, ggml_op_desc(node));
         return GGML_STATUS_FAILED;

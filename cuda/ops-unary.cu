@@ -43,17 +43,6 @@ k_unary(const ggmlx_cuda_tdesc src, const ggmlx_cuda_tdesc dst, int fn, float s,
     }
 }
 
-extern "C" bool ggmlx_cuda_unary_supported(int op) {
-    switch (op) {
-    case GGML_UNARY_OP_ABS: case GGML_UNARY_OP_NEG: case GGML_UNARY_OP_TANH: case GGML_UNARY_OP_RELU:
-    case GGML_UNARY_OP_SIGMOID: case GGML_UNARY_OP_GELU: case GGML_UNARY_OP_GELU_ERF:
-    case GGML_UNARY_OP_GELU_QUICK: case GGML_UNARY_OP_SILU: case GGML_UNARY_OP_EXP:
-        return true;
-    default:
-        return false;
-    }
-}
-
 extern "C" enum ggml_status ggmlx_cuda_launch_unary(const struct ggmlx_cuda_exec * ex, struct ggml_tensor * node,
                                                     char * err, size_t err_size) {
     ggmlx_cuda_tdesc src, dst;
