@@ -410,7 +410,10 @@ static void destroy(struct cuda_backend * ctx, const char * func) {
         ggmlx_cuda_check(d, cudaStreamSynchronize(ctx->stream), func, "cudaStreamSynchronize");
     }
     if (ctx->cublas != NULL) {
-        cublasDestroy(ctx->cublas);
+        const cublasStatus_t cs = cublasDestroy(ctx->cublas);
+        if (cs != CUBLAS_STATUS_SUCCESS) {
+            ggmlx_log(GGML_LOG_LEVEL_WARN, "%s: %s: cublasDestroy: cuBLAS status %d\n", func, d->name, (int) cs);
+        }
     }
     if (live) {
         if (ctx->scratch != NULL) {

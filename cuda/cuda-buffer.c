@@ -204,7 +204,7 @@ static ggml_backend_buffer_t buft_alloc_buffer(ggml_backend_buffer_type_t buft, 
     }
     ggml_backend_buffer_t buffer = ggml_backend_buffer_init(buft, cuda_buffer_iface, b, size);
     if (buffer == NULL) {
-        cudaFree(b->ptr);
+        ggmlx_cuda_check(d, cudaFree(b->ptr), func, "cudaFree");
         free(b);
         return NULL;
     }
@@ -253,7 +253,7 @@ static ggml_backend_buffer_t host_buft_alloc_buffer(ggml_backend_buffer_type_t b
     }
     ggml_backend_buffer_t buffer = ggml_backend_cpu_buffer_from_ptr(ptr, size);
     if (buffer == NULL) {
-        cudaFreeHost(ptr);
+        ggmlx_cuda_check(NULL, cudaFreeHost(ptr), func, "cudaFreeHost");
         return NULL;
     }
     buffer->buft              = buft;
