@@ -884,9 +884,12 @@ Test(sim, a_backend_records_only_its_own_devices_events, .init = two_devices) {
     ggml_backend_event_record(ev, s1);
     cr_assert(strstr(last_error(), "SIM1") != NULL, "%s", last_error());
     cr_assert_eq(ggmlx_backend_queue_pending(s1), 0);
+    cr_assert(ggmlx_backend_queue_hold(s0));
     ggml_backend_event_record(ev, s0);
+    cr_assert_null(ggmlx_last_error(), "%s", last_error());
+    cr_assert_eq(ggmlx_backend_queue_pending(s0), 1, "the record is queued on its own device's backend");
+    cr_assert(ggmlx_backend_queue_release(s0));
     ggml_backend_event_synchronize(ev);
-    cr_assert_eq(ggmlx_backend_queue_pending(s0), 0);
     ggml_backend_event_free(ev);
     ggml_backend_free(s0);
     ggml_backend_free(s1);
