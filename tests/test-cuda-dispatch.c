@@ -1,0 +1,202 @@
+/*
+ * test-cuda-dispatch.c -- the CUDA backend's node dispatch (cuda/cuda-dispatch.c, compiled in
+ * here with stub launchers, so no GPU is needed): what supports_op accepts and refuses, the
+ * scratch mul_mat asks for, and which launcher compute_node calls. Needs only the CUDA headers;
+ * built without CUDA it reports itself skipped.
+ */
+#include <criterion/criterion.h>
+
+#if defined(GGMLX_TEST_CUDA_HEADERS)
+
+#include "../cuda/cuda-dispatch.c"
+#include "../cuda/mul-mat-plan.c"
+
+/* ---- stub launchers: record the call, touch nothing ---------------------------------------- */
+
+static const char * g_called;
+static struct ggmlx_mm_plan g_plan;
+
+enum ggml_status ggmlx_cuda_launch_copy(const struct ggmlx_cuda_exec * ex, const struct ggmlx_cuda_tdesc * src,
+                                        const struct ggmlx_cuda_tdesc * dst, char * err, size_t err_size) {
+    (void)ex, (void)src, (void)dst, (void)err, (void)err_size;
+    g_called = "copy";
+    return GGML_STATUS_SUCCESS;
+}
+
+#define STUB(name, label)                                                                                          \
+    enum ggml_status name(const struct ggmlx_cuda_exec * ex, struct ggml_tensor * node, char * err, size_t n) {   \
+        (void)ex, (void)node, (void)err, (void)n;                                                                  \
+        g_called = label;                                                                                          \
+        return GGML_STATUS_SUCCESS;                                                                                \
+    }
+STUB(ggmlx_cuda_launch_binary, "binary")
+STUB(ggmlx_cuda_launch_unary, "unary")
+STUB(ggmlx_cuda_launch_norm, "norm")
+STUB(ggmlx_cuda_launch_soft_max, "soft_max")
+STUB(ggmlx_cuda_launch_get_rows, "get_rows")
+#undef STUB
+
+enum ggml_status ggmlx_cuda_launch_mul_mat(const struct ggmlx_cuda_exec * ex, struct ggml_tensor * node,
+                                           const struct ggmlx_mm_plan * plan, char * err, size_t err_size) {
+    (void)ex, (void)node, (void)err, (void)err_size;
+    g_called = "mul_mat";
+    g_plan   = *plan;
+    return GGML_STATUS_SUCCESS;
+}
+
+/* ---- fixture ------------------------------------------------------------------------------ */
+
+static struct ggml_context * ctx;
+static char fake_memory[64];
+
+static void setup(void) {
+    struct ggml_init_params p = { 4u * 1024 * 1024, NULL, true };
+    ctx = ggml_init(p);
+    cr_assert_not_null(ctx);
+}
+
+static void teardown(void) {
+    ggml_free(ctx);
+}
+
+static struct ggml_tensor * t2(enum ggml_type type, int64_t ne0, int64_t ne1) {
+    struct ggml_tensor * t = ggml_new_tensor_2d(ctx, type, ne0, ne1);
+    cr_assert_not_null(t);
+    t->data = fake_memory;
+    return t;
+}
+
+/* views and results get data as an allocator would give them */
+static struct ggml_tensor * with_data(struct ggml_tensor * t) {
+    cr_assert_not_null(t);
+    t->data = fake_memory;
+    return t;
+}
+
+static const char * run(struct ggml_tensor * node) {
+    const struct ggmlx_cuda_exec ex = { 0 };
+    char err[256] = "";
+    g_called = NULL;
+    const enum ggml_status st = ggmlx_cuda_compute_node(&ex, node, err, sizeof err);
+    cr_assert_eq(st, GGML_STATUS_SUCCESS, "%s: %s", node->name, err);
+    return g_called;
+}
+
+TestSuite(cuda_dispatch, .init = setup, .fini = teardown);
+
+Test(cuda_dispatch, copies) {
+    struct ggml_tensor * a = t2(GGML_TYPE_F32, 8, 4);
+    const enum ggml_type ok[] = { GGML_TYPE_F32, GGML_TYPE_F16, GGML_TYPE_BF16 };
+    for (int i = 0; i < 3; i++) {
+        struct ggml_tensor * c = with_data(ggml_cpy(ctx, a, t2(ok[i], 4, 8)));
+        cr_assert(ggmlx_cuda_supports_op(c));
+        cr_assert_str_eq(run(c), "copy");
+        cr_assert_eq(ggmlx_cuda_scratch_size(c), 0);
+    }
+    struct ggml_tensor * p = with_data(ggml_cont(ctx, ggml_transpose(ctx, a)));
+    cr_assert(ggmlx_cuda_supports_op(p));
+    /* I32 moves as bytes, but is not converted to float here (the CPU does that) */
+    struct ggml_tensor * i = t2(GGML_TYPE_I32, 8, 4);
+    cr_assert(ggmlx_cuda_supports_op(with_data(ggml_cpy(ctx, i, t2(GGML_TYPE_I32, 32, 1)))));
+    cr_assert_not(ggmlx_cuda_supports_op(with_data(ggml_cpy(ctx, i, t2(GGML_TYPE_F32, 32, 1)))));
+}
+
+Test(cuda_dispatch, elementwise) {
+    struct ggml_tensor * a = t2(GGML_TYPE_F16, 8, 4);
+    struct ggml_tensor * b = t2(GGML_TYPE_F32, 8, 1);
+    struct ggml_tensor * s = with_data(ggml_add(ctx, a, b));
+    cr_assert(ggmlx_cuda_supports_op(s), "broadcast add of F16 and F32");
+    cr_assert_str_eq(run(s), "binary");
+    cr_assert_str_eq(run(with_data(ggml_sub(ctx, a, b))), "binary");
+    struct ggml_tensor * u[] = { ggml_relu(ctx, a), ggml_gelu(ctx, a), ggml_silu(ctx, a), ggml_sqr(ctx, a),
+                                 ggml_scale(ctx, a, 0.5f), ggml_unary(ctx, a, GGML_UNARY_OP_TANH) };
+    for (size_t k = 0; k < sizeof u / sizeof u[0]; k++) {
+        cr_assert(ggmlx_cuda_supports_op(with_data(u[k])), "unary %zu", k);
+        cr_assert_str_eq(run(u[k]), "unary");
+    }
+    /* a unary op without a kernel is refused, and compute_node says so rather than launching */
+    /* (built by hand: ggml_unary itself refuses ops ggmlx does not implement) */
+    struct ggml_tensor * h = with_data(ggml_relu(ctx, t2(GGML_TYPE_F32, 4, 4)));
+    const int32_t hardswish = GGML_UNARY_OP_HARDSWISH;
+    memcpy(h->op_params, &hardswish, sizeof hardswish);
+    {
+        cr_assert_not(ggmlx_cuda_supports_op(h));
+        const struct ggmlx_cuda_exec ex = { 0 };
+        char err[256] = "";
+        g_called = NULL;
+        cr_assert_eq(ggmlx_cuda_compute_node(&ex, h, err, sizeof err), GGML_STATUS_FAILED);
+        cr_assert_null(g_called);
+        cr_assert(strstr(err, "not supported") != NULL, "%s", err);
+    }
+}
+
+Test(cuda_dispatch, rows_and_norms) {
+    struct ggml_tensor * x = t2(GGML_TYPE_F32, 64, 6);
+    cr_assert_str_eq(run(with_data(ggml_norm(ctx, x, 1e-5f))), "norm");
+    cr_assert_str_eq(run(with_data(ggml_rms_norm(ctx, x, 1e-5f))), "norm");
+    struct ggml_tensor * m16 = t2(GGML_TYPE_F16, 64, 8);
+    struct ggml_tensor * sm = with_data(ggml_soft_max_ext(ctx, x, m16, 0.125f, 8.0f));
+    cr_assert(ggmlx_cuda_supports_op(sm));
+    cr_assert_str_eq(run(sm), "soft_max");
+    cr_assert_str_eq(run(with_data(ggml_soft_max_ext(ctx, x, NULL, 1.0f, 0.0f))), "soft_max");
+    struct ggml_tensor * idx = ggml_new_tensor_1d(ctx, GGML_TYPE_I32, 5);
+    idx->data = fake_memory;
+    const enum ggml_type srcs[] = { GGML_TYPE_F32, GGML_TYPE_F16, GGML_TYPE_BF16, GGML_TYPE_I32 };
+    for (int k = 0; k < 4; k++) {
+        struct ggml_tensor * g = with_data(ggml_get_rows(ctx, t2(srcs[k], 16, 100), idx));
+        cr_assert(ggmlx_cuda_supports_op(g), "get_rows of %s", ggml_type_name(srcs[k]));
+        cr_assert_str_eq(run(g), "get_rows");
+    }
+    /* ops without kernels here */
+    cr_assert_not(ggmlx_cuda_supports_op(with_data(ggml_sum(ctx, x))));
+    cr_assert_not(ggmlx_cuda_supports_op(with_data(ggml_argmax(ctx, x))));
+}
+
+Test(cuda_dispatch, mul_mat) {
+    const enum ggml_type types[] = { GGML_TYPE_F32, GGML_TYPE_F16, GGML_TYPE_BF16 };
+    for (int k = 0; k < 3; k++) {
+        struct ggml_tensor * a = t2(types[k], 64, 32);
+        struct ggml_tensor * b = t2(GGML_TYPE_F32, 64, 7);
+        struct ggml_tensor * c = with_data(ggml_mul_mat(ctx, a, b));
+        cr_assert(ggmlx_cuda_supports_op(c));
+        cr_assert_str_eq(run(c), "mul_mat");
+        cr_assert_eq(g_plan.m, 32);
+        cr_assert_eq(g_plan.n, 7);
+        cr_assert_eq(g_plan.k, 64);
+        const size_t scratch = ggmlx_cuda_scratch_size(c);
+        if (types[k] == GGML_TYPE_F32) {
+            cr_assert_eq(scratch, 0, "F32 b is read where it is");
+        } else {
+            cr_assert(scratch >= 64 * 7 * 2, "b converted to %s needs scratch", ggml_type_name(types[k]));
+        }
+        cr_assert_eq(scratch, g_plan.scratch_size);
+    }
+}
+
+Test(cuda_dispatch, nothing_to_do_and_bad_calls) {
+    struct ggml_tensor * x = t2(GGML_TYPE_F32, 4, 4);
+    struct ggml_tensor * v = ggml_transpose(ctx, x);
+    cr_assert(ggmlx_cuda_supports_op(v));
+    cr_assert_null(run(v), "a view launches nothing");
+    struct ggml_tensor * e = with_data(ggml_relu(ctx, t2(GGML_TYPE_F32, 0, 4)));
+    cr_assert_null(run(e), "an empty result launches nothing");
+    cr_assert_not(ggmlx_cuda_supports_op(NULL));
+    cr_assert_eq(ggmlx_cuda_scratch_size(NULL), 0);
+    const struct ggmlx_cuda_exec ex = { 0 };
+    char err[128] = "";
+    cr_assert_eq(ggmlx_cuda_compute_node(&ex, NULL, err, sizeof err), GGML_STATUS_FAILED);
+    cr_assert(err[0] != '\0');
+    struct ggml_tensor * r = ggml_relu(ctx, x);
+    r->data = NULL; /* not allocated */
+    err[0] = '\0';
+    cr_assert_eq(ggmlx_cuda_compute_node(&ex, r, err, sizeof err), GGML_STATUS_FAILED);
+    cr_assert(strstr(err, "no data") != NULL, "%s", err);
+}
+
+#else
+
+Test(cuda_dispatch, built_without_cuda) {
+    cr_skip_test("built without the CUDA backend (GGML_CUDA=OFF or no nvcc)");
+}
+
+#endif
