@@ -5,7 +5,8 @@
  */
 #include "kernels-common.cuh"
 
-__global__ void __launch_bounds__(GGMLX_CUDA_ELEM_THREADS)
+/* (min. 1 block per SM: without it ptxas for sm_80 holds the kernel to 32 registers and spills) */
+__global__ void __launch_bounds__(GGMLX_CUDA_ELEM_THREADS, 1)
 k_get_rows(const ggmlx_cuda_tdesc src, const ggmlx_cuda_tdesc idx, const ggmlx_cuda_tdesc dst, int es) {
     const int64_t ne0   = dst.ne[0];
     const int64_t nrows = dst.ne[1] * dst.ne[2] * dst.ne[3];

@@ -21,11 +21,16 @@ k_soft_max(const ggmlx_cuda_tdesc src, const ggmlx_cuda_tdesc mask, const ggmlx_
     const int64_t ne0 = src.ne[0], ne1 = src.ne[1], ne2 = src.ne[2];
     const int64_t nrows = ne1 * ne2 * src.ne[3];
     for (int64_t r = blockIdx.x; r < nrows; r += gridDim.x) {
-        const int64_t i1 = r % ne1, i2 = (r / ne1) % ne2, i3 = r / (ne1 * ne2);
+        /* unsigned: the signed 64-bit division helpers spill registers in this kernel */
+        const uint64_t q  = (uint64_t)r / (uint64_t)ne1;
+        const int64_t  i1 = (int64_t)((uint64_t)r - q * (uint64_t)ne1);
+        const int64_t  i3 = (int64_t)(q / (uint64_t)ne2);
+        const int64_t  i2 = (int64_t)(q - (uint64_t)i3 * (uint64_t)ne2);
         const char * s = src.data + i1 * src.nb[1] + i2 * src.nb[2] + i3 * src.nb[3];
         char       * d = dst.data + i1 * dst.nb[1] + i2 * dst.nb[2] + i3 * dst.nb[3];
         const char * m = mask.data == nullptr ? nullptr
-                       : mask.data + i1 * mask.nb[1] + (i2 % mask.ne[2]) * mask.nb[2] + (i3 % mask.ne[3]) * mask.nb[3];
+                       : mask.data + i1 * mask.nb[1] + (int64_t)((uint64_t)i2 % (uint64_t)mask.ne[2]) * mask.nb[2] +
+                                        (int64_t)((uint64_t)i3 % (uint64_t)mask.ne[3]) * mask.nb[3];
         float slope = 1.0f;
         if (a.max_bias > 0.0f) {
             slope = i2 < a.n_head_log2 ? powf(a.m0, (float)(i2 + 1)) : powf(a.m1, (float)(2 * (i2 - a.n_head_log2) + 1));
