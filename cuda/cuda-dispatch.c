@@ -115,6 +115,19 @@ bool ggmlx_cuda_supports_op(const struct ggml_tensor * node) {
                (node->type == s0->type || (is_float(s0->type) && is_float(node->type))) && node->ne[0] == s0->ne[0] &&
                node->ne[1] == s1->ne[0] && node->ne[2] == s1->ne[1] && node->ne[3] == s1->ne[2] &&
                s0->ne[2] == s1->ne[1] && s0->ne[3] == s1->ne[2];
+    case GGML_OP_SUM:
+    case GGML_OP_SUM_ROWS:
+        return s0 != NULL && is_float(s0->type) && is_float(node->type);
+    case GGML_OP_MEAN:
+        return s0 != NULL && s0->type == GGML_TYPE_F32 && node->type == GGML_TYPE_F32;
+    case GGML_OP_ARGMAX:
+        return s0 != NULL && s0->type == GGML_TYPE_F32 && node->type == GGML_TYPE_I32 && s0->ne[2] == 1 &&
+               s0->ne[3] == 1 && node->ne[0] == s0->ne[1];
+    case GGML_OP_REPEAT:
+        return s0 != NULL && s0->type == node->type && is_plain(node->type) && !ggml_is_empty(s0) &&
+               ggml_can_repeat(s0, node);
+    case GGML_OP_DIAG_MASK_INF:
+        return s0 != NULL && s0->type == GGML_TYPE_F32 && node->type == GGML_TYPE_F32 && ggml_are_same_shape(s0, node);
     case GGML_OP_MUL_MAT: {
         if (s0 == NULL || s1 == NULL) {
             return false;
@@ -191,6 +204,14 @@ enum ggml_status ggmlx_cuda_compute_node(const struct ggmlx_cuda_exec * ex, stru
         return ggmlx_cuda_launch_soft_max(ex, node, err, err_size);
     case GGML_OP_GET_ROWS:
         return ggmlx_cuda_launch_get_rows(ex, node, err, err_size);
+    case GGML_OP_SUM:
+    case GGML_OP_SUM_ROWS:
+    case GGML_OP_MEAN:
+    case GGML_OP_ARGMAX:
+        return ggmlx_cuda_launch_reduce(ex, node, err, err_size);
+    case GGML_OP_REPEAT:
+    case GGML_OP_DIAG_MASK_INF:
+        return ggmlx_cuda_launch_shape(ex, node, err, err_size);
     case GGML_OP_MUL_MAT: {
         struct ggmlx_mm_plan plan;
         if (!mul_mat_plan(node, &plan, err, err_size)) {

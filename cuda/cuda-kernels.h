@@ -45,6 +45,12 @@ enum ggml_status ggmlx_cuda_launch_soft_max(const struct ggmlx_cuda_exec * ex, s
 /* GET_ROWS with I32 indices; a row whose index is out of range is left untouched */
 enum ggml_status ggmlx_cuda_launch_get_rows(const struct ggmlx_cuda_exec * ex, struct ggml_tensor * node, char * err,
                                             size_t err_size);
+/* SUM, SUM_ROWS, MEAN, ARGMAX */
+enum ggml_status ggmlx_cuda_launch_reduce(const struct ggmlx_cuda_exec * ex, struct ggml_tensor * node, char * err,
+                                          size_t err_size);
+/* REPEAT, DIAG_MASK_INF */
+enum ggml_status ggmlx_cuda_launch_shape(const struct ggmlx_cuda_exec * ex, struct ggml_tensor * node, char * err,
+                                         size_t err_size);
 /* MUL_MAT through cuBLAS, following plan (made by the caller from the same node) */
 enum ggml_status ggmlx_cuda_launch_mul_mat(const struct ggmlx_cuda_exec * ex, struct ggml_tensor * node,
                                            const struct ggmlx_mm_plan * plan, char * err, size_t err_size);

@@ -34,6 +34,8 @@ STUB(ggmlx_cuda_launch_unary, "unary")
 STUB(ggmlx_cuda_launch_norm, "norm")
 STUB(ggmlx_cuda_launch_soft_max, "soft_max")
 STUB(ggmlx_cuda_launch_get_rows, "get_rows")
+STUB(ggmlx_cuda_launch_reduce, "reduce")
+STUB(ggmlx_cuda_launch_shape, "shape")
 #undef STUB
 
 enum ggml_status ggmlx_cuda_launch_mul_mat(const struct ggmlx_cuda_exec * ex, struct ggml_tensor * node,
@@ -147,9 +149,19 @@ Test(cuda_dispatch, rows_and_norms) {
         cr_assert(ggmlx_cuda_supports_op(g), "get_rows of %s", ggml_type_name(srcs[k]));
         cr_assert_str_eq(run(g), "get_rows");
     }
+    cr_assert_str_eq(run(with_data(ggml_sum(ctx, x))), "reduce");
+    cr_assert_str_eq(run(with_data(ggml_argmax(ctx, x))), "reduce");
+    cr_assert_str_eq(run(with_data(ggml_sum_rows(ctx, x))), "reduce");
+    cr_assert_str_eq(run(with_data(ggml_mean(ctx, x))), "reduce");
+    cr_assert_str_eq(run(with_data(ggml_repeat(ctx, t2(GGML_TYPE_F32, 64, 1), x))), "shape");
+    cr_assert_str_eq(run(with_data(ggml_diag_mask_inf(ctx, x, 2))), "shape");
+    struct ggml_tensor * mean16 = with_data(ggml_mean(ctx, x));
+    mean16->src[0] = t2(GGML_TYPE_F16, 64, 6); /* by hand: ggml_mean itself refuses F16 */
+    cr_assert_not(ggmlx_cuda_supports_op(mean16), "MEAN is F32 only");
     /* ops without kernels here */
-    cr_assert_not(ggmlx_cuda_supports_op(with_data(ggml_sum(ctx, x))));
-    cr_assert_not(ggmlx_cuda_supports_op(with_data(ggml_argmax(ctx, x))));
+    struct ggml_tensor * sq = with_data(ggml_sqr(ctx, x));
+    sq->op = GGML_OP_ROPE;
+    cr_assert_not(ggmlx_cuda_supports_op(sq));
 }
 
 Test(cuda_dispatch, mul_mat) {
