@@ -61,6 +61,45 @@ bool ggmlx_cuda_unary_supported(int op) {
     }
 }
 
+static bool glu_supported(const struct ggml_tensor * node) {
+    const struct ggml_tensor * s0 = node->src[0];
+    const struct ggml_tensor * s1 = node->src[1];
+    int32_t op;
+    memcpy(&op, node->op_params, sizeof op);
+    if (op != GGML_GLU_OP_REGLU && op != GGML_GLU_OP_GEGLU && op != GGML_GLU_OP_SWIGLU &&
+        op != GGML_GLU_OP_GEGLU_ERF && op != GGML_GLU_OP_GEGLU_QUICK) {
+        return false;
+    }
+    if (s0 == NULL || !is_float(s0->type) || node->type != s0->type || (s1 != NULL && s1->type != s0->type)) {
+        return false;
+    }
+    /* the kernel walks the sources' rows with dst's row coordinates */
+    for (int d = 1; d < 4; d++) {
+        if (s0->ne[d] != node->ne[d] || (s1 != NULL && s1->ne[d] != node->ne[d])) {
+            return false;
+        }
+    }
+    return s1 != NULL ? s0->ne[0] >= node->ne[0] && s1->ne[0] >= node->ne[0] : s0->ne[0] >= 2 * node->ne[0];
+}
+
+static bool concat_supported(const struct ggml_tensor * node) {
+    const struct ggml_tensor * a = node->src[0];
+    const struct ggml_tensor * b = node->src[1];
+    int32_t dim;
+    memcpy(&dim, node->op_params, sizeof dim);
+    if (a == NULL || b == NULL || dim < 0 || dim > 3 || a->type != node->type || b->type != node->type ||
+        !is_plain(node->type)) {
+        return false;
+    }
+    for (int d = 0; d < 4; d++) {
+        const bool ok = d == dim ? node->ne[d] == a->ne[d] + b->ne[d] : a->ne[d] == node->ne[d] && b->ne[d] == node->ne[d];
+        if (!ok) {
+            return false;
+        }
+    }
+    return true;
+}
+
 static int unary_op_of(const struct ggml_tensor * node) {
     int32_t v;
     memcpy(&v, node->op_params, sizeof v);
@@ -128,6 +167,15 @@ bool ggmlx_cuda_supports_op(const struct ggml_tensor * node) {
                ggml_can_repeat(s0, node);
     case GGML_OP_DIAG_MASK_INF:
         return s0 != NULL && s0->type == GGML_TYPE_F32 && node->type == GGML_TYPE_F32 && ggml_are_same_shape(s0, node);
+    case GGML_OP_CONCAT:
+        return concat_supported(node);
+    case GGML_OP_GLU:
+        return glu_supported(node);
+    case GGML_OP_SET_ROWS:
+        return s0 != NULL && s1 != NULL && s0->type == GGML_TYPE_F32 &&
+               (s1->type == GGML_TYPE_I32 || s1->type == GGML_TYPE_I64) && is_float(node->type) &&
+               node->ne[0] == s0->ne[0] && node->ne[2] == s0->ne[2] && node->ne[3] == s0->ne[3] &&
+               s1->ne[0] == s0->ne[1] && s1->ne[1] > 0 && s1->ne[2] > 0;
     case GGML_OP_MUL_MAT: {
         if (s0 == NULL || s1 == NULL) {
             return false;
@@ -210,8 +258,13 @@ enum ggml_status ggmlx_cuda_compute_node(const struct ggmlx_cuda_exec * ex, stru
     case GGML_OP_ARGMAX:
         return ggmlx_cuda_launch_reduce(ex, node, err, err_size);
     case GGML_OP_REPEAT:
+    case GGML_OP_CONCAT:
     case GGML_OP_DIAG_MASK_INF:
         return ggmlx_cuda_launch_shape(ex, node, err, err_size);
+    case GGML_OP_GLU:
+        return ggmlx_cuda_launch_glu(ex, node, err, err_size);
+    case GGML_OP_SET_ROWS:
+        return ggmlx_cuda_launch_set_rows(ex, node, err, err_size);
     case GGML_OP_MUL_MAT: {
         struct ggmlx_mm_plan plan;
         if (!mul_mat_plan(node, &plan, err, err_size)) {

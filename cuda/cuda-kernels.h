@@ -48,7 +48,13 @@ enum ggml_status ggmlx_cuda_launch_get_rows(const struct ggmlx_cuda_exec * ex, s
 /* SUM, SUM_ROWS, MEAN, ARGMAX */
 enum ggml_status ggmlx_cuda_launch_reduce(const struct ggmlx_cuda_exec * ex, struct ggml_tensor * node, char * err,
                                           size_t err_size);
-/* REPEAT, DIAG_MASK_INF */
+/* SET_ROWS with I32 or I64 indices; an out-of-range index skips its row */
+enum ggml_status ggmlx_cuda_launch_set_rows(const struct ggmlx_cuda_exec * ex, struct ggml_tensor * node, char * err,
+                                            size_t err_size);
+/* GLU (reglu, geglu, swiglu, geglu_erf, geglu_quick), fused or split */
+enum ggml_status ggmlx_cuda_launch_glu(const struct ggmlx_cuda_exec * ex, struct ggml_tensor * node, char * err,
+                                       size_t err_size);
+/* REPEAT, CONCAT, DIAG_MASK_INF */
 enum ggml_status ggmlx_cuda_launch_shape(const struct ggmlx_cuda_exec * ex, struct ggml_tensor * node, char * err,
                                          size_t err_size);
 /* MUL_MAT through cuBLAS, following plan (made by the caller from the same node) */

@@ -1,7 +1,8 @@
 /*
- * ops-rows.cu -- GET_ROWS with I32 indices: dst[:, i10, i11, i12] = src[:, idx[i10, i11, i12], i11, i12].
+ * ops-rows.cu -- GET_ROWS with I32 indices: dst[:, i10, i11, i12] = src[:, idx[i10, i11, i12], i11, i12],
+ * and SET_ROWS with I32 or I64 indices: dst[:, idx[i, i02 % n11, i03 % n12], i02, i03] = src[:, i, i02, i03].
  * Indices are data the host never sees before the kernel runs: a row whose index is out of
- * range is left untouched rather than read out of bounds (the CPU fails the whole op instead).
+ * range is skipped rather than read or written out of bounds (the CPU fails the whole op instead).
  */
 #include "kernels-common.cuh"
 
@@ -45,4 +46,47 @@ extern "C" enum ggml_status ggmlx_cuda_launch_get_rows(const struct ggmlx_cuda_e
     }
     k_get_rows<<<ggmlx_grid(l), ggmlx_block(l), 0, ex->stream>>>(src, idx, dst, ggmlx_elem_size(dst.type));
     return ggmlx_after_launch(err, err_size, "get_rows");
+}
+
+__global__ void __launch_bounds__(GGMLX_CUDA_ELEM_THREADS, 1)
+k_set_rows(const ggmlx_cuda_tdesc src, const ggmlx_cuda_tdesc idx, const ggmlx_cuda_tdesc dst) {
+    const int64_t ne0   = src.ne[0];
+    const int64_t nrows = src.ne[1] * src.ne[2] * src.ne[3];
+    const int64_t sx = (int64_t)gridDim.x * blockDim.x, sy = (int64_t)gridDim.y * blockDim.y;
+    for (int64_t r = (int64_t)blockIdx.y * blockDim.y + threadIdx.y; r < nrows; r += sy) {
+        const uint64_t q   = (uint64_t)r / (uint64_t)src.ne[1];
+        const int64_t  i   = (int64_t)((uint64_t)r - q * (uint64_t)src.ne[1]);
+        const int64_t  i03 = (int64_t)(q / (uint64_t)src.ne[2]);
+        const int64_t  i02 = (int64_t)(q - (uint64_t)i03 * (uint64_t)src.ne[2]);
+        const char * pi = idx.data + i * idx.nb[0] + (int64_t)((uint64_t)i02 % (uint64_t)idx.ne[1]) * idx.nb[1] +
+                          (int64_t)((uint64_t)i03 % (uint64_t)idx.ne[2]) * idx.nb[2];
+        const int64_t row = idx.type == GGML_TYPE_I64 ? *(const int64_t *)pi : (int64_t)*(const int32_t *)pi;
+        if (row < 0 || row >= dst.ne[1]) {
+            continue;
+        }
+        const char * ps = src.data + i * src.nb[1] + i02 * src.nb[2] + i03 * src.nb[3];
+        char       * pd = dst.data + row * dst.nb[1] + i02 * dst.nb[2] + i03 * dst.nb[3];
+        for (int64_t i0 = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i0 < ne0; i0 += sx) {
+            ggmlx_dev_store(dst.type, pd + i0 * dst.nb[0], ggmlx_dev_load(src.type, ps + i0 * src.nb[0]));
+        }
+    }
+}
+
+extern "C" enum ggml_status ggmlx_cuda_launch_set_rows(const struct ggmlx_cuda_exec * ex, struct ggml_tensor * node,
+                                                       char * err, size_t err_size) {
+    ggmlx_cuda_tdesc src, idx, dst;
+    ggmlx_cuda_tdesc_of(node->src[0], &src);
+    ggmlx_cuda_tdesc_of(node->src[1], &idx);
+    ggmlx_cuda_tdesc_of(node, &dst);
+    const int64_t nrows = src.ne[1] * src.ne[2] * src.ne[3];
+    if (src.ne[0] == 0 || nrows == 0) {
+        return GGML_STATUS_SUCCESS;
+    }
+    const ggmlx_cuda_limits lim = ggmlx_limits();
+    ggmlx_cuda_launch l;
+    if (!ggmlx_cuda_launch_elem(&lim, src.ne[0], nrows, &l)) {
+        return ggmlx_fail(err, err_size, node->name, "no launch configuration for this shape");
+    }
+    k_set_rows<<<ggmlx_grid(l), ggmlx_block(l), 0, ex->stream>>>(src, idx, dst);
+    return ggmlx_after_launch(err, err_size, "set_rows");
 }

@@ -36,6 +36,8 @@ STUB(ggmlx_cuda_launch_soft_max, "soft_max")
 STUB(ggmlx_cuda_launch_get_rows, "get_rows")
 STUB(ggmlx_cuda_launch_reduce, "reduce")
 STUB(ggmlx_cuda_launch_shape, "shape")
+STUB(ggmlx_cuda_launch_set_rows, "set_rows")
+STUB(ggmlx_cuda_launch_glu, "glu")
 #undef STUB
 
 enum ggml_status ggmlx_cuda_launch_mul_mat(const struct ggmlx_cuda_exec * ex, struct ggml_tensor * node,
@@ -155,6 +157,15 @@ Test(cuda_dispatch, rows_and_norms) {
     cr_assert_str_eq(run(with_data(ggml_mean(ctx, x))), "reduce");
     cr_assert_str_eq(run(with_data(ggml_repeat(ctx, t2(GGML_TYPE_F32, 64, 1), x))), "shape");
     cr_assert_str_eq(run(with_data(ggml_diag_mask_inf(ctx, x, 2))), "shape");
+    cr_assert_str_eq(run(with_data(ggml_concat(ctx, x, t2(GGML_TYPE_F32, 64, 3), 1))), "shape");
+    struct ggml_tensor * cc = with_data(ggml_concat(ctx, x, t2(GGML_TYPE_F32, 64, 3), 1));
+    cc->src[1] = t2(GGML_TYPE_F16, 64, 3); /* by hand: mixed types are not concatenated here */
+    cr_assert_not(ggmlx_cuda_supports_op(cc));
+    cr_assert_str_eq(run(with_data(ggml_swiglu(ctx, x))), "glu");
+    cr_assert_str_eq(run(with_data(ggml_geglu_split(ctx, x, x))), "glu");
+    struct ggml_tensor * i64 = ggml_new_tensor_1d(ctx, GGML_TYPE_I64, 6);
+    i64->data = fake_memory;
+    cr_assert_str_eq(run(with_data(ggml_set_rows(ctx, t2(GGML_TYPE_F16, 64, 100), x, i64))), "set_rows");
     struct ggml_tensor * mean16 = with_data(ggml_mean(ctx, x));
     mean16->src[0] = t2(GGML_TYPE_F16, 64, 6); /* by hand: ggml_mean itself refuses F16 */
     cr_assert_not(ggmlx_cuda_supports_op(mean16), "MEAN is F32 only");
