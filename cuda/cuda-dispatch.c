@@ -100,6 +100,20 @@ static bool concat_supported(const struct ggml_tensor * node) {
     return true;
 }
 
+static bool rope_supported(const struct ggml_tensor * node) {
+    const struct ggml_tensor * a   = node->src[0];
+    const struct ggml_tensor * pos = node->src[1];
+    const struct ggml_tensor * ff  = node->src[2];
+    int32_t n_dims, mode;
+    memcpy(&n_dims, (const char *)node->op_params + 4, sizeof n_dims);
+    memcpy(&mode, (const char *)node->op_params + 8, sizeof mode);
+    return a != NULL && pos != NULL && (a->type == GGML_TYPE_F32 || a->type == GGML_TYPE_F16) &&
+           node->type == a->type && ggml_are_same_shape(a, node) && pos->type == GGML_TYPE_I32 &&
+           pos->ne[0] >= a->ne[2] && (mode == GGML_ROPE_TYPE_NORMAL || mode == GGML_ROPE_TYPE_NEOX) && n_dims > 0 &&
+           n_dims % 2 == 0 && n_dims <= a->ne[0] &&
+           (ff == NULL || (ff->type == GGML_TYPE_F32 && ff->ne[0] >= n_dims / 2));
+}
+
 static int unary_op_of(const struct ggml_tensor * node) {
     int32_t v;
     memcpy(&v, node->op_params, sizeof v);
@@ -169,6 +183,8 @@ bool ggmlx_cuda_supports_op(const struct ggml_tensor * node) {
         return s0 != NULL && s0->type == GGML_TYPE_F32 && node->type == GGML_TYPE_F32 && ggml_are_same_shape(s0, node);
     case GGML_OP_CONCAT:
         return concat_supported(node);
+    case GGML_OP_ROPE:
+        return rope_supported(node);
     case GGML_OP_GLU:
         return glu_supported(node);
     case GGML_OP_SET_ROWS:
@@ -263,6 +279,8 @@ enum ggml_status ggmlx_cuda_compute_node(const struct ggmlx_cuda_exec * ex, stru
         return ggmlx_cuda_launch_shape(ex, node, err, err_size);
     case GGML_OP_GLU:
         return ggmlx_cuda_launch_glu(ex, node, err, err_size);
+    case GGML_OP_ROPE:
+        return ggmlx_cuda_launch_rope(ex, node, err, err_size);
     case GGML_OP_SET_ROWS:
         return ggmlx_cuda_launch_set_rows(ex, node, err, err_size);
     case GGML_OP_MUL_MAT: {

@@ -54,6 +54,9 @@ enum ggml_status ggmlx_cuda_launch_set_rows(const struct ggmlx_cuda_exec * ex, s
 /* GLU (reglu, geglu, swiglu, geglu_erf, geglu_quick), fused or split */
 enum ggml_status ggmlx_cuda_launch_glu(const struct ggmlx_cuda_exec * ex, struct ggml_tensor * node, char * err,
                                        size_t err_size);
+/* ROPE, normal and NEOX, F32/F16, optional frequency factors, YaRN */
+enum ggml_status ggmlx_cuda_launch_rope(const struct ggmlx_cuda_exec * ex, struct ggml_tensor * node, char * err,
+                                        size_t err_size);
 /* REPEAT, CONCAT, DIAG_MASK_INF */
 enum ggml_status ggmlx_cuda_launch_shape(const struct ggmlx_cuda_exec * ex, struct ggml_tensor * node, char * err,
                                          size_t err_size);

@@ -38,6 +38,7 @@ STUB(ggmlx_cuda_launch_reduce, "reduce")
 STUB(ggmlx_cuda_launch_shape, "shape")
 STUB(ggmlx_cuda_launch_set_rows, "set_rows")
 STUB(ggmlx_cuda_launch_glu, "glu")
+STUB(ggmlx_cuda_launch_rope, "rope")
 #undef STUB
 
 enum ggml_status ggmlx_cuda_launch_mul_mat(const struct ggmlx_cuda_exec * ex, struct ggml_tensor * node,
@@ -169,9 +170,16 @@ Test(cuda_dispatch, rows_and_norms) {
     struct ggml_tensor * mean16 = with_data(ggml_mean(ctx, x));
     mean16->src[0] = t2(GGML_TYPE_F16, 64, 6); /* by hand: ggml_mean itself refuses F16 */
     cr_assert_not(ggmlx_cuda_supports_op(mean16), "MEAN is F32 only");
+    struct ggml_tensor * q   = with_data(ggml_new_tensor_3d(ctx, GGML_TYPE_F32, 64, 4, 6));
+    struct ggml_tensor * pos = with_data(ggml_new_tensor_1d(ctx, GGML_TYPE_I32, 6));
+    struct ggml_tensor * ro  = with_data(ggml_rope(ctx, q, pos, 32, GGML_ROPE_TYPE_NEOX));
+    cr_assert_str_eq(run(ro), "rope");
+    const int32_t vision = 24; /* a mode without a kernel (set by hand: ggml_rope refuses it) */
+    memcpy((char *)ro->op_params + 8, &vision, sizeof vision);
+    cr_assert_not(ggmlx_cuda_supports_op(ro));
     /* ops without kernels here */
     struct ggml_tensor * sq = with_data(ggml_sqr(ctx, x));
-    sq->op = GGML_OP_ROPE;
+    sq->op = GGML_OP_CONV_TRANSPOSE_1D;
     cr_assert_not(ggmlx_cuda_supports_op(sq));
 }
 
