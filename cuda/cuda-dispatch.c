@@ -214,6 +214,11 @@ size_t ggmlx_cuda_scratch_size(const struct ggml_tensor * node) {
 
 enum ggml_status ggmlx_cuda_compute_node(const struct ggmlx_cuda_exec * ex, struct ggml_tensor * node, char * err,
                                          size_t err_size) {
+    char dummy[1];
+    if (err == NULL || err_size == 0) {
+        err      = dummy;
+        err_size = sizeof dummy;
+    }
     if (ex == NULL || node == NULL) {
         snprintf(err, err_size, "ggmlx_cuda_compute_node: NULL argument");
         return GGML_STATUS_FAILED;
@@ -236,11 +241,14 @@ enum ggml_status ggmlx_cuda_compute_node(const struct ggmlx_cuda_exec * ex, stru
     if (ggml_nelements(node) == 0) {
         return GGML_STATUS_SUCCESS;
     }
-    for (int i = 0; i < 2; i++) {
-        if ((node->src[i] != NULL && node->src[i]->data == NULL) || node->data == NULL) {
-            snprintf(err, err_size, "%s (%s): a tensor has no data", node->name, ggml_op_desc(node));
-            return GGML_STATUS_FAILED;
-        }
+    /* an empty source may have no memory at all; the kernels never read one */
+    bool no_data = node->data == NULL;
+    for (int i = 0; i < GGML_MAX_SRC; i++) {
+        no_data = no_data || (node->src[i] != NULL && !ggml_is_empty(node->src[i]) && node->src[i]->data == NULL);
+    }
+    if (no_data) {
+        snprintf(err, err_size, "%s (%s): a tensor has no data", node->name, ggml_op_desc(node));
+        return GGML_STATUS_FAILED;
     }
     switch (node->op) {
     case GGML_OP_DUP:

@@ -216,6 +216,12 @@ Test(cuda_dispatch, nothing_to_do_and_bad_calls) {
     const struct ggmlx_cuda_exec ex = { 0 };
     char err[128] = "";
     cr_assert_eq(ggmlx_cuda_compute_node(&ex, NULL, err, sizeof err), GGML_STATUS_FAILED);
+    cr_assert_eq(ggmlx_cuda_compute_node(&ex, NULL, NULL, 0), GGML_STATUS_FAILED, "no room for a message is fine");
+    cr_assert_eq(ggmlx_cuda_compute_node(&ex, NULL, NULL, 64), GGML_STATUS_FAILED, "nor is a NULL buffer");
+    /* the sum of an empty source needs no memory for it */
+    struct ggml_tensor * empty = t2(GGML_TYPE_F32, 0, 3);
+    empty->data = NULL;
+    cr_assert_str_eq(run(with_data(ggml_sum_rows(ctx, empty))), "reduce");
     cr_assert(err[0] != '\0');
     struct ggml_tensor * r = ggml_relu(ctx, x);
     r->data = NULL; /* not allocated */
