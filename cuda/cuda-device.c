@@ -325,23 +325,12 @@ static struct ggml_backend_feature * reg_get_features(ggml_backend_reg_t reg) {
 
 static void * reg_get_proc_address(ggml_backend_reg_t reg, const char * name) {
     (void) reg;
-    static const struct {
-        const char * name;
-        void       * fn;
-    } procs[] = {
+    static const struct ggmlx_proc procs[] = {
         { "ggml_backend_register_host_buffer",   (void *) ggml_backend_cuda_register_host_buffer },
         { "ggml_backend_unregister_host_buffer", (void *) ggml_backend_cuda_unregister_host_buffer },
         { "ggml_backend_get_features",           (void *) reg_get_features },
     };
-    if (name == NULL) {
-        return NULL;
-    }
-    for (size_t i = 0; i < sizeof procs / sizeof procs[0]; i++) {
-        if (strcmp(procs[i].name, name) == 0) {
-            return procs[i].fn;
-        }
-    }
-    return NULL;
+    return ggmlx_proc_lookup(procs, sizeof procs / sizeof procs[0], name);
 }
 
 static struct ggml_backend_reg g_reg = {

@@ -189,6 +189,21 @@ typedef int                (*ggml_backend_score_t)(void); /* "ggml_backend_score
 
 /* ---- helpers for the generic layer --------------------------------------------------------- */
 
+/* a registry's functions by name, for get_proc_address */
+struct ggmlx_proc {
+    const char * name;
+    void       * fn;
+};
+
+static inline void * ggmlx_proc_lookup(const struct ggmlx_proc * procs, size_t n, const char * name) {
+    for (size_t i = 0; name != NULL && i < n; i++) {
+        if (strcmp(procs[i].name, name) == 0) {
+            return procs[i].fn;
+        }
+    }
+    return NULL; /* an unknown name is not an error: callers probe for optional functions */
+}
+
 /* the buffer that owns tensor's memory (a view's source's buffer); NULL when unallocated */
 static inline ggml_backend_buffer_t ggmlx_tensor_buffer(const struct ggml_tensor * t) {
     return t->view_src ? t->view_src->buffer : t->buffer;

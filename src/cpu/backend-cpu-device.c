@@ -273,10 +273,7 @@ static ggml_backend_buffer_type_t * cpu_get_extra_bufts(ggml_backend_dev_t dev) 
 
 static void * cpu_reg_get_proc_address(ggml_backend_reg_t reg, const char * name) {
     (void) reg;
-    static const struct {
-        const char * name;
-        void       * fn;
-    } procs[] = {
+    static const struct ggmlx_proc procs[] = {
         { "ggml_backend_set_n_threads",       (void *) ggml_backend_cpu_set_n_threads },
         { "ggml_backend_set_abort_callback",  (void *) ggml_backend_cpu_set_abort_callback },
         { "ggml_backend_cpu_set_use_ref",     (void *) ggml_backend_cpu_set_use_ref },
@@ -286,15 +283,7 @@ static void * cpu_reg_get_proc_address(ggml_backend_reg_t reg, const char * name
         { "ggml_backend_get_features",        (void *) cpu_get_features },
         { "ggml_backend_dev_get_extra_bufts", (void *) cpu_get_extra_bufts },
     };
-    if (name == NULL) {
-        return NULL;
-    }
-    for (size_t i = 0; i < sizeof procs / sizeof procs[0]; i++) {
-        if (strcmp(procs[i].name, name) == 0) {
-            return procs[i].fn;
-        }
-    }
-    return NULL;
+    return ggmlx_proc_lookup(procs, sizeof procs / sizeof procs[0], name);
 }
 
 static struct ggml_backend_reg g_cpu_reg = {
