@@ -135,6 +135,16 @@ Test(errors, bad_tensor_creation_arguments) {
     cr_assert_null(ggml_new_tensor_4d(ctx, GGML_TYPE_F32, INT64_MAX / 2, 4, 4, 4), "size overflow");
 }
 
+/* ne0 times the element size alone overflows 64 bits (4 * 2^62 wraps to 0 bytes) */
+Test(errors, tensor_size_overflow_in_dim0_is_refused) {
+    struct ggml_init_params p = { 1024 * 1024, NULL, true };
+    struct ggml_context * meta = ggml_init(p);
+    cr_assert_null(ggml_new_tensor_1d(meta, GGML_TYPE_F32, (int64_t) 1 << 62), "4 * 2^62 bytes wraps to 0");
+    ggml_reset(meta);
+    cr_assert_null(ggml_new_tensor_1d(meta, GGML_TYPE_F32, INT64_MAX / 2));
+    ggml_free(meta);
+}
+
 Test(errors, context_out_of_memory_keeps_earlier_tensors_intact) {
     struct ggml_init_params p = { 8192, NULL, false };
     struct ggml_context * small = ggml_init(p);

@@ -10,7 +10,11 @@
 /* Elements times bytes without overflow; false when the tensor could never exist. */
 static bool tensor_data_size(enum ggml_type type, const int64_t ne[GGML_MAX_DIMS], size_t * out) {
     const int64_t blck = ggml_blck_size(type);
-    uint64_t size = (uint64_t) ggml_type_size(type) * (uint64_t) (ne[0] / blck);
+    const uint64_t tsize = (uint64_t) ggml_type_size(type);
+    if (tsize != 0 && (uint64_t) (ne[0] / blck) > (uint64_t) INT64_MAX / tsize) {
+        return false;
+    }
+    uint64_t size = tsize * (uint64_t) (ne[0] / blck);
     for (int i = 1; i < GGML_MAX_DIMS; i++) {
         if (ne[i] != 0 && size > (uint64_t) INT64_MAX / (uint64_t) ne[i]) {
             return false;
