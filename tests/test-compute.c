@@ -169,3 +169,48 @@ Test(compute, default_thread_count_when_zero) {
     cr_assert_eq(ggml_graph_compute_with_ctx(ctx, g, 0), GGML_STATUS_SUCCESS);
     check(a, out);
 }
+
+/*
+ * The last worker of a job lowers n_active before it bumps done_gen. If it is descheduled in
+ * between, the caller sees n_active == 0, returns and posts the next job, and the late bump
+ * then lands while that next job runs. The helper thread below plays that late worker (the
+ * interleaving is too narrow to hit by chance): the caller must still wait for its worker.
+ */
+#include "threadpool.h"
+
+#include <unistd.h>
+
+struct slow_job {
+    atomic_int count;
+};
+
+static void slow_fn(void * p, int ith) {
+    struct slow_job * job = p;
+    if (ith != 0) {
+        usleep(200 * 1000);
+    }
+    atomic_fetch_add(&job->count, 1);
+}
+
+static void * late_bump_main(void * p) {
+    struct ggml_threadpool * tp = p;
+    usleep(20 * 1000);
+    atomic_fetch_add(&tp->done_gen, 1);
+    ggmlx_futex_wake_all(&tp->done_gen);
+    return NULL;
+}
+
+Test(compute, threadpool_run_ignores_a_late_done_signal) {
+    struct ggml_threadpool_params tpp = ggml_threadpool_params_default(2);
+    struct ggml_threadpool * tp = ggml_threadpool_new(&tpp);
+    cr_assert_not_null(tp);
+    struct slow_job job;
+    atomic_init(&job.count, 0);
+    pthread_t th;
+    pthread_create(&th, NULL, late_bump_main, tp);
+    ggmlx_threadpool_run(tp, 2, slow_fn, &job);
+    const int got = atomic_load(&job.count);
+    pthread_join(th, NULL);
+    ggml_threadpool_free(tp);
+    cr_assert_eq(got, 2, "returned with %d of 2 threads done", got);
+}

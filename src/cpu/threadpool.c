@@ -205,9 +205,16 @@ void ggmlx_threadpool_run(struct ggml_threadpool * tp, int n, ggmlx_job_fn fn, v
 
     fn(job, 0);
 
-    /* the last worker to finish bumps done_gen and wakes us if we went to sleep */
-    const unsigned done = atomic_load_explicit(&tp->done_gen, memory_order_acquire);
-    if (atomic_load_explicit(&tp->n_active, memory_order_acquire) > 0) {
+    /*
+     * The last worker to finish bumps done_gen and wakes us if we went to sleep. A bump can be
+     * late (that worker lowered n_active for the previous job, we saw 0 and moved on), so only
+     * n_active says the job is done: a wake-up is just a reason to look again.
+     */
+    for (;;) {
+        const unsigned done = atomic_load_explicit(&tp->done_gen, memory_order_acquire);
+        if (atomic_load_explicit(&tp->n_active, memory_order_acquire) <= 0) {
+            break;
+        }
         ggmlx_futex_wait(&tp->done_gen, done, GGMLX_SPINS);
     }
     tp->job_fn = NULL;
