@@ -380,6 +380,26 @@ Test(backend_cpu, abort_callback_stops_the_queued_compute_and_is_reported_once) 
     ggml_backend_free(b);
 }
 
+/* an abort left by graph_compute_async is also returned once by the next graph_compute, then forgotten */
+Test(backend_cpu, abort_from_compute_async_is_reported_once_by_graph_compute) {
+    ggml_backend_t b = ggml_backend_cpu_init();
+    struct small s;
+    small_init(&s, b);
+    int calls = 0;
+    ggml_backend_cpu_set_abort_callback(b, abort_always, &calls);
+    cr_assert_eq(ggml_backend_graph_compute_async(b, s.g), GGML_STATUS_SUCCESS);
+    ggml_backend_synchronize(b);
+    cr_assert_gt(calls, 0, "called on the worker");
+    cr_assert_eq(ggmlx_backend_get_status(b), GGML_STATUS_ABORTED);
+    ggml_backend_cpu_set_abort_callback(b, NULL, NULL);
+    cr_assert_eq(ggml_backend_graph_compute(b, s.g), GGML_STATUS_ABORTED, "the abort is returned once");
+    cr_assert_eq(ggmlx_backend_get_status(b), GGML_STATUS_SUCCESS, "then forgotten");
+    cr_assert_eq(ggml_backend_graph_compute(b, s.g), GGML_STATUS_SUCCESS, "the next computation runs normally");
+    cr_assert_float_eq(y_at(&s, 1), 4.0f, 0);
+    small_free(&s);
+    ggml_backend_free(b);
+}
+
 Test(backend_cpu, user_threadpool) {
     ggml_backend_t b = ggml_backend_cpu_init();
     struct small s;

@@ -242,6 +242,12 @@ enum ggml_status ggml_backend_graph_compute_async(ggml_backend_t backend, struct
 
 enum ggml_status ggml_backend_graph_compute(ggml_backend_t backend, struct ggml_cgraph * cgraph) {
     const enum ggml_status status = ggml_backend_graph_compute_async(backend, cgraph);
+    if (status == GGML_STATUS_ABORTED && backend->iface.clear_status != NULL) {
+        /* an abort left by earlier queued work (refused at enqueue): returned once, as below */
+        backend->iface.clear_status(backend);
+        ggmlx_clear_last_error();
+        return status;
+    }
     if (status != GGML_STATUS_SUCCESS) {
         return status;
     }
