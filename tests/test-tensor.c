@@ -145,6 +145,16 @@ Test(tensor, unravel_index) {
     cr_assert_eq(i0, 1); cr_assert_eq(i1, 2); cr_assert_eq(i2, 3); cr_assert_eq(i3, 4);
 }
 
+/* an empty tensor has no index to unravel: an error, not a division by zero (SIGFPE) */
+Test(tensor, unravel_index_of_empty_tensor_is_an_error) {
+    struct ggml_tensor * t = ggml_new_tensor_4d(ctx, GGML_TYPE_F32, 2, 0, 4, 5);
+    int64_t i0 = -1, i1 = -1, i2 = -1, i3 = -1;
+    ggml_unravel_index(t, 0, &i0, &i1, &i2, &i3);
+    cr_assert_not_null(ggmlx_last_error());
+    cr_assert_eq(i0, -1);
+    cr_assert_eq(i3, -1);
+}
+
 Test(tensor, layout_queries) {
     struct ggml_tensor * m = ggml_new_tensor_3d(ctx, GGML_TYPE_F32, 4, 3, 2);
     cr_assert(ggml_is_3d(m)); cr_assert_not(ggml_is_matrix(m)); cr_assert_not(ggml_is_vector(m));

@@ -318,6 +318,11 @@ void ggml_unravel_index(const struct ggml_tensor * tensor, int64_t i, int64_t * 
         ggmlx_error(__func__, "tensor is NULL");
         return;
     }
+    if (ggml_is_empty(tensor)) {
+        ggmlx_error(__func__, "tensor '%s' %s is empty: it has no index %lld", tensor->name, GGMLX_SHAPE(tensor),
+                    (long long) i);
+        return;
+    }
     const int64_t ne0 = tensor->ne[0], ne1 = tensor->ne[1], ne2 = tensor->ne[2];
     const int64_t c3 = i / (ne2 * ne1 * ne0);
     const int64_t c2 = (i - c3 * ne2 * ne1 * ne0) / (ne1 * ne0);
