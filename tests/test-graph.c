@@ -178,3 +178,13 @@ Test(graph, print_and_dump_dot) {
     cr_assert(strstr(buf, "SUM_ROWS") != NULL);
     cr_assert(strstr(buf, "->") != NULL);
 }
+
+Test(graph, copying_a_graph_onto_itself_keeps_it) {
+    struct ggml_tensor * a = ggml_new_tensor_1d(ctx, GGML_TYPE_F32, 4);
+    struct ggml_tensor * out = ggml_neg(ctx, ggml_relu(ctx, a));
+    struct ggml_cgraph * g = ggml_new_graph(ctx);
+    ggml_build_forward_expand(g, out);
+    ggml_graph_cpy(g, g);
+    cr_assert_eq(ggml_graph_n_nodes(g), 2);
+    cr_assert_eq(ggml_graph_node(g, -1), out);
+}

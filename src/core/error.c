@@ -147,6 +147,9 @@ ggml_abort_callback_t ggml_set_abort_callback(ggml_abort_callback_t callback) {
 void ggml_abort(const char * file, int line, const char * fmt, ...) {
     char msg[1024];
     int off = snprintf(msg, sizeof msg, "%s:%d: ", file, line);
+    if (off < 0 || (size_t) off >= sizeof msg) {
+        off = (int) sizeof msg - 1; /* a very long file name: keep what fits, drop the rest */
+    }
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg + off, sizeof msg - (size_t) off, fmt, ap);

@@ -277,6 +277,10 @@ void ggml_graph_cpy(struct ggml_cgraph * src, struct ggml_cgraph * dst) {
         ggmlx_error(__func__, "src or dst is NULL");
         return;
     }
+    if (src == dst) {
+        ggmlx_ok(); /* already a copy of itself: clearing first would empty it */
+        return;
+    }
     if (dst->size < src->n_nodes || dst->size < src->n_leafs) {
         ggmlx_error(__func__, "dst (size %d) is smaller than src (%d nodes, %d leafs)", dst->size, src->n_nodes,
                     src->n_leafs);
