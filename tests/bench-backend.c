@@ -19,6 +19,7 @@
 #include "ggml-backend.h"
 #include "ggml-cpu.h"
 #include "ggmlx.h"
+#include "bench-util.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,26 +36,15 @@ struct result {
 static struct result g_results[16];
 static int           g_n_results;
 
-static double now_us(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return 1e6 * (double) ts.tv_sec + 1e-3 * (double) ts.tv_nsec;
-}
-
-static int cmp_double(const void * a, const void * b) {
-    const double x = *(const double *) a, y = *(const double *) b;
-    return (x > y) - (x < y);
-}
-
 static void add_result(const char * name, const char * mode, double * t, int n) {
-    qsort(t, (size_t) n, sizeof *t, cmp_double);
+    const struct bench_stats st = bench_stats_of(t, n);
     struct result * r = &g_results[g_n_results++];
     r->name      = name;
     r->mode      = mode;
     r->iters     = n;
-    r->median_us = t[n / 2];
-    r->p10_us    = t[n / 10];
-    r->p90_us    = t[(n * 9) / 10];
+    r->median_us = st.median;
+    r->p10_us    = st.p10;
+    r->p90_us    = st.p90;
 }
 
 static ggml_backend_t cpu(const char * params) {
@@ -76,9 +66,9 @@ static void time_op(const char * name, const char * mode, op_fn fn, void * arg, 
         fn(arg);
     }
     for (int i = 0; i < iters; i++) {
-        const double t0 = now_us();
+        const double t0 = bench_now_us();
         fn(arg);
-        t[i] = now_us() - t0;
+        t[i] = bench_now_us() - t0;
     }
     add_result(name, mode, t, iters);
     free(t);
@@ -134,20 +124,8 @@ static void print_json(void) {
 int main(int argc, char ** argv) {
     bool json = false;
     int iters = 20000;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--quick") == 0) {
-            iters = 200;
-        } else if (strcmp(argv[i], "--json") == 0) {
-            json = true;
-        } else if (strcmp(argv[i], "--iters") == 0 && i + 1 < argc) {
-            iters = atoi(argv[++i]);
-        } else {
-            fprintf(stderr, "usage: %s [--quick] [--json] [--iters N]\n", argv[0]);
-            return 2;
-        }
-    }
-    if (iters < 10) {
-        iters = 10;
+    if (!bench_parse_args(argc, argv, &json, &iters)) {
+        return 2;
     }
 
     enum { CHAIN = 2000 };

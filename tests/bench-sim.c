@@ -18,6 +18,7 @@
 #include "ggml-backend.h"
 #include "ggmlx-sim.h"
 #include "ggmlx.h"
+#include "bench-util.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,30 +38,19 @@ struct result {
 static struct result g_results[16];
 static int           g_n_results;
 
-static double now_us(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return 1e6 * (double) ts.tv_sec + 1e-3 * (double) ts.tv_nsec;
-}
-
-static int cmp_double(const void * a, const void * b) {
-    const double x = *(const double *) a, y = *(const double *) b;
-    return (x > y) - (x < y);
-}
-
 static const char * why(void) {
     return ggmlx_last_error() ? ggmlx_last_error() : "?";
 }
 
 static void add_result(const char * name, size_t bytes, double * t, int n, bool bandwidth) {
-    qsort(t, (size_t) n, sizeof *t, cmp_double);
+    const struct bench_stats st = bench_stats_of(t, n);
     struct result * r = &g_results[g_n_results++];
     snprintf(r->name, sizeof r->name, "%s", name);
     r->bytes     = bytes;
     r->iters     = n;
-    r->median_us = t[n / 2];
-    r->p10_us    = t[n / 10];
-    r->p90_us    = t[(n * 9) / 10];
+    r->median_us = st.median;
+    r->p10_us    = st.p10;
+    r->p90_us    = st.p90;
     r->gbps      = bandwidth ? (double) bytes / (r->median_us * 1e3) : -1.0;
 }
 
@@ -77,9 +67,9 @@ static void time_op(const char * name, size_t bytes, bool bandwidth, op_fn fn, v
         fn(arg);
     }
     for (int i = 0; i < iters; i++) {
-        const double t0 = now_us();
+        const double t0 = bench_now_us();
         fn(arg);
-        t[i] = now_us() - t0;
+        t[i] = bench_now_us() - t0;
     }
     add_result(name, bytes, t, iters, bandwidth);
     free(t);
@@ -204,20 +194,8 @@ static void print_json(void) {
 int main(int argc, char ** argv) {
     bool json  = false;
     int  iters = 20000;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--quick") == 0) {
-            iters = 200;
-        } else if (strcmp(argv[i], "--json") == 0) {
-            json = true;
-        } else if (strcmp(argv[i], "--iters") == 0 && i + 1 < argc) {
-            iters = atoi(argv[++i]);
-        } else {
-            fprintf(stderr, "usage: %s [--quick] [--json] [--iters N]\n", argv[0]);
-            return 2;
-        }
-    }
-    if (iters < 10) {
-        iters = 10;
+    if (!bench_parse_args(argc, argv, &json, &iters)) {
+        return 2;
     }
     if (getenv("GGMLX_SIM_CHAOS") != NULL) {
         fprintf(stderr, "note: GGMLX_SIM_CHAOS is ignored here; the benchmark runs without delays\n");
