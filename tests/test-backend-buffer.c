@@ -6,6 +6,8 @@
  */
 #include <criterion/criterion.h>
 
+#include "test-errlog.h"
+
 #include "ggml-backend-impl.h"
 #include "ggml-backend.h"
 #include "ggmlx.h"
@@ -17,15 +19,6 @@
 /* ---- fixture: a no_alloc context, quiet logs that count errors ----------------------------- */
 
 static struct ggml_context * ctx;
-static int g_n_errors;
-
-static void count_log(enum ggml_log_level level, const char * text, void * user_data) {
-    (void) text;
-    (void) user_data;
-    if (level == GGML_LOG_LEVEL_ERROR) {
-        g_n_errors++;
-    }
-}
 
 static void setup(void) {
     struct ggml_init_params p = { 1024 * 1024, NULL, true };
@@ -38,17 +31,6 @@ static void teardown(void) {
     ggml_free(ctx);
     ggml_log_set(NULL, NULL);
 }
-
-/* the call just made failed: an error was recorded and logged */
-#define ASSERT_ERROR()                                                                        \
-    do {                                                                                      \
-        cr_assert_not_null(ggmlx_last_error(), "an error is recorded");                       \
-        cr_assert_gt(g_n_errors, 0, "the error is logged");                                   \
-        ggmlx_clear_last_error();                                                             \
-        g_n_errors = 0;                                                                       \
-    } while (0)
-
-#define ASSERT_NO_ERROR() cr_assert_null(ggmlx_last_error(), "unexpected error: %s", ggmlx_last_error())
 
 static struct ggml_tensor * new_f32(int64_t n) {
     return ggml_new_tensor_1d(ctx, GGML_TYPE_F32, n);

@@ -7,6 +7,8 @@
  */
 #include <criterion/criterion.h>
 
+#include "test-errlog.h"
+
 #include "ggml-backend-impl.h"
 #include "ggml-backend.h"
 #include "ggmlx-backend.h"
@@ -29,25 +31,6 @@ static struct {
     enum ggml_status status;
 } M;
 
-static int g_n_errors;
-
-static void count_log(enum ggml_log_level level, const char * text, void * user_data) {
-    (void) text;
-    (void) user_data;
-    if (level == GGML_LOG_LEVEL_ERROR) {
-        g_n_errors++;
-    }
-}
-
-#define ASSERT_ERROR()                                                                        \
-    do {                                                                                      \
-        cr_assert_not_null(ggmlx_last_error(), "an error is recorded");                       \
-        cr_assert_gt(g_n_errors, 0, "the error is logged");                                   \
-        ggmlx_clear_last_error();                                                             \
-        g_n_errors = 0;                                                                       \
-    } while (0)
-
-#define ASSERT_NO_ERROR() cr_assert_null(ggmlx_last_error(), "unexpected error: %s", ggmlx_last_error())
 
 static void note(int c) {
     if (M.n_order < 64) {

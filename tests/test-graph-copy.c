@@ -6,6 +6,8 @@
  */
 #include <criterion/criterion.h>
 
+#include "test-errlog.h"
+
 #include "alloc-test-buft.h"
 #include "ggml-alloc.h"
 #include "ggml-backend.h"
@@ -19,15 +21,6 @@
 
 static struct ggml_context * ctx;
 static ggml_backend_t backend;
-static int g_n_errors;
-
-static void count_log(enum ggml_log_level level, const char * text, void * user_data) {
-    (void) text;
-    (void) user_data;
-    if (level == GGML_LOG_LEVEL_ERROR) {
-        g_n_errors++;
-    }
-}
 
 static void setup(void) {
     struct ggml_init_params p = { 4 * 1024 * 1024, NULL, true };
@@ -43,14 +36,6 @@ static void teardown(void) {
     ggml_free(ctx);
     ggml_log_set(NULL, NULL);
 }
-
-#define ASSERT_ERROR()                                                                        \
-    do {                                                                                      \
-        cr_assert_not_null(ggmlx_last_error(), "an error is recorded");                       \
-        cr_assert_gt(g_n_errors, 0, "the error is logged");                                   \
-        ggmlx_clear_last_error();                                                             \
-        g_n_errors = 0;                                                                       \
-    } while (0)
 
 /* ---- a small allocated and computed graph --------------------------------------------------- */
 

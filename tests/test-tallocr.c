@@ -5,6 +5,8 @@
  */
 #include <criterion/criterion.h>
 
+#include "test-errlog.h"
+
 #include "alloc-test-buft.h"
 #include "ggml-alloc.h"
 #include "ggml-backend.h"
@@ -13,15 +15,6 @@
 #include <stdint.h>
 
 static struct ggml_context * ctx;
-static int g_n_errors;
-
-static void count_log(enum ggml_log_level level, const char * text, void * user_data) {
-    (void) text;
-    (void) user_data;
-    if (level == GGML_LOG_LEVEL_ERROR) {
-        g_n_errors++;
-    }
-}
 
 static void setup(void) {
     struct ggml_init_params p = { 1024 * 1024, NULL, true };
@@ -34,14 +27,6 @@ static void teardown(void) {
     ggml_free(ctx);
     ggml_log_set(NULL, NULL);
 }
-
-#define ASSERT_ERROR()                                                                        \
-    do {                                                                                      \
-        cr_assert_not_null(ggmlx_last_error(), "an error is recorded");                       \
-        cr_assert_gt(g_n_errors, 0, "the error is logged");                                   \
-        ggmlx_clear_last_error();                                                             \
-        g_n_errors = 0;                                                                       \
-    } while (0)
 
 static ggml_backend_buffer_t cpu_buffer(size_t size) {
     ggml_backend_buffer_t b = ggml_backend_buft_alloc_buffer(ggml_backend_cpu_buffer_type(), size);
