@@ -1,7 +1,7 @@
 /*
  * ggml-backend.h -- buffer types, buffers, backends (in-order queues), events, devices and the
  * registry. Source and binary compatible with upstream ggml's ggml-backend.h (2026-08-21) for
- * every function declared here; the scheduler and the meta device arrive with later layers.
+ * every function declared here; the meta device arrives with a later layer.
  *
  * Ordering rules (docs/async.md): a backend is one in-order queue; *_async calls, graph computes,
  * event records and waits run in the order they were enqueued. Buffer-level tensor_set/get/
@@ -264,6 +264,92 @@ extern "C" {
     /* every module found in the usual places and in $GGML_BACKEND_PATH */
     GGML_API void               ggml_backend_load_all(void);
     GGML_API void               ggml_backend_load_all_from_path(const char * dir_path);
+
+    /*
+     * Backend scheduler: splits a graph across several backends, copies the tensors a split
+     * needs from other devices, and runs every split asynchronously on its backend's queue
+     * (docs/scheduler.md). Example:
+     *
+     *   sched = ggml_backend_sched_new({gpu, cpu}, NULL, 2, GGML_DEFAULT_GRAPH_SIZE, false, true);
+     *   ggml_backend_sched_reserve(sched, measure_graph);      // optional: size the buffers once
+     *   loop:
+     *     graph = build_graph(...);
+     *     ggml_backend_sched_reset(sched);
+     *     ggml_backend_sched_alloc_graph(sched, graph);          // false: out of memory
+     *     ggml_backend_tensor_set(input, ...);                   // no synchronize needed before
+     *     ggml_backend_sched_graph_compute_async(sched, graph);
+     *
+     * Unlike upstream, the graph given to the scheduler is left as it was between calls (the
+     * sources of nodes are rewritten only while a call runs), so the same graph may be reserved
+     * and then allocated; and bad input is an error, never an abort.
+     */
+
+#define GGML_SCHED_MAX_BACKENDS 16
+#ifndef GGML_SCHED_MAX_COPIES
+#    define GGML_SCHED_MAX_COPIES 4
+#endif
+
+    typedef struct ggml_backend_sched * ggml_backend_sched_t;
+
+    /*
+     * Evaluation callback. With ask == true: does the user want to observe t (then the
+     * scheduler computes up to t and synchronizes)? With ask == false: t has been computed;
+     * returning false stops the whole compute (GGML_STATUS_ABORTED; later splits do not run).
+     */
+    typedef bool (*ggml_backend_sched_eval_callback)(struct ggml_tensor * t, bool ask, void * user_data);
+
+    /*
+     * backends in priority order (lower index first), the last one a CPU backend; at most
+     * GGML_SCHED_MAX_BACKENDS. bufts: NULL or one buffer type per backend (NULL entries: the
+     * backend's default), each usable by its backend. parallel: pipeline parallelism, with
+     * ggmlx_sched_set_n_copies() copies of the inputs (default 2 with parallel, else 1).
+     * op_offload: ops on weights in host memory may run on a higher-priority device.
+     * NULL and a message on bad arguments.
+     */
+    GGML_API ggml_backend_sched_t ggml_backend_sched_new(ggml_backend_t * backends, ggml_backend_buffer_type_t * bufts, int n_backends,
+                                                         size_t graph_size, bool parallel, bool op_offload);
+    /* waits for queued work, then frees; the backends are the caller's */
+    GGML_API void                 ggml_backend_sched_free(ggml_backend_sched_t sched);
+
+    /* sizes[i]: the compute buffer backend i would need for measure_graph (nothing allocated) */
+    GGML_API void                 ggml_backend_sched_reserve_size(ggml_backend_sched_t sched, struct ggml_cgraph * measure_graph, size_t * sizes);
+    /* allocate compute buffers large enough for measure_graph; false when out of memory */
+    GGML_API bool                 ggml_backend_sched_reserve(ggml_backend_sched_t sched, struct ggml_cgraph * measure_graph);
+
+    GGML_API int                  ggml_backend_sched_get_n_backends(ggml_backend_sched_t sched);
+    GGML_API ggml_backend_t       ggml_backend_sched_get_backend(ggml_backend_sched_t sched, int i);
+
+    /* of the last graph split */
+    GGML_API int                  ggml_backend_sched_get_n_splits(ggml_backend_sched_t sched);
+    GGML_API int                  ggml_backend_sched_get_n_copies(ggml_backend_sched_t sched);
+
+    GGML_API ggml_backend_buffer_type_t ggml_backend_sched_get_buffer_type(ggml_backend_sched_t sched, ggml_backend_t backend);
+    GGML_API size_t                     ggml_backend_sched_get_buffer_size(ggml_backend_sched_t sched, ggml_backend_t backend);
+
+    /* pin node to backend (an error when backend cannot run it); call after reset */
+    GGML_API void                 ggml_backend_sched_set_tensor_backend(ggml_backend_sched_t sched, struct ggml_tensor * node, ggml_backend_t backend);
+    /* NULL when not assigned */
+    GGML_API ggml_backend_t       ggml_backend_sched_get_tensor_backend(ggml_backend_sched_t sched, struct ggml_tensor * node);
+
+    /* assign backends and build the splits (alloc_graph does it too) */
+    GGML_API void                 ggml_backend_sched_split_graph(ggml_backend_sched_t sched, struct ggml_cgraph * graph);
+
+    /* split and allocate graph in the compute buffers; false when out of memory */
+    GGML_API bool                 ggml_backend_sched_alloc_graph(ggml_backend_sched_t sched, struct ggml_cgraph * graph);
+    /* compute_async, then synchronize; the first error of any split's queue */
+    GGML_API enum ggml_status     ggml_backend_sched_graph_compute(ggml_backend_sched_t sched, struct ggml_cgraph * graph);
+    /* allocate if needed and enqueue every split; returns at once */
+    GGML_API enum ggml_status     ggml_backend_sched_graph_compute_async(ggml_backend_sched_t sched, struct ggml_cgraph * graph);
+    GGML_API void                 ggml_backend_sched_synchronize(ggml_backend_sched_t sched);
+
+    /*
+     * Forget the backend assignments and allocation of the last graph. Needed before changing
+     * tensor backends or allocating another graph; tensors of the last graph keep pointers
+     * into compute buffers that the next graph reuses.
+     */
+    GGML_API void                 ggml_backend_sched_reset(ggml_backend_sched_t sched);
+
+    GGML_API void                 ggml_backend_sched_set_eval_callback(ggml_backend_sched_t sched, ggml_backend_sched_eval_callback callback, void * user_data);
 
     /*
      * Tensor parallelism: how a meta device (several devices acting as one) splits a tensor.

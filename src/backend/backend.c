@@ -6,6 +6,8 @@
 #include "backend-check.h"
 #include "ggmlx-backend.h"
 
+#include <time.h>
+
 #define CHECK_BACKEND(backend, ret)                                                           \
     do {                                                                                      \
         if ((backend) == NULL) {                                                              \
@@ -355,4 +357,23 @@ bool ggmlx_backend_queue_release(ggml_backend_t backend) {
 size_t ggmlx_backend_queue_pending(ggml_backend_t backend) {
     CHECK_BACKEND(backend, 0);
     return backend->iface.queue_pending ? backend->iface.queue_pending(backend) : 0;
+}
+
+/* ---- time stamps on queues (scheduler traces) ---------------------------------------------- */
+
+uint64_t ggmlx_time_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
+}
+
+bool ggmlx_backend_queue_mark(ggml_backend_t backend, uint64_t * ns) {
+    if (backend != NULL && ns != NULL && backend->iface.queue_mark != NULL) {
+        backend->iface.queue_mark(backend, ns);
+        return true;
+    }
+    if (ns != NULL) {
+        *ns = ggmlx_time_ns();
+    }
+    return false;
 }

@@ -116,6 +116,13 @@ struct ggml_backend_i {
     /* opt: test hooks of host queues (ggmlx_backend_queue_hold/release/pending) */
     bool             (*queue_hold)   (ggml_backend_t backend, bool hold);
     size_t           (*queue_pending)(ggml_backend_t backend);
+
+    /*
+     * opt: enqueue a time stamp: when the queue reaches this point it stores the monotonic
+     * clock (CLOCK_MONOTONIC, ns) in *ns. *ns may be read once the backend is synchronized.
+     * Used by the scheduler's traces, so that spans are timed where the work runs.
+     */
+    void             (*queue_mark)(ggml_backend_t backend, uint64_t * ns);
 };
 
 struct ggml_backend {
@@ -203,6 +210,14 @@ static inline void * ggmlx_proc_lookup(const struct ggmlx_proc * procs, size_t n
     }
     return NULL; /* an unknown name is not an error: callers probe for optional functions */
 }
+
+/*
+ * Stamp *ns with the monotonic clock (ns) when backend's queue reaches this point; true when
+ * the backend does (queue_mark), false when it cannot and *ns got the time of the call.
+ */
+GGML_API bool     ggmlx_backend_queue_mark(ggml_backend_t backend, uint64_t * ns);
+/* CLOCK_MONOTONIC in ns */
+GGML_API uint64_t ggmlx_time_ns(void);
 
 /* the buffer that owns tensor's memory (a view's source's buffer); NULL when unallocated */
 static inline ggml_backend_buffer_t ggmlx_tensor_buffer(const struct ggml_tensor * t) {
