@@ -84,4 +84,17 @@ bool ggmlx_gallocr_fingerprint(struct ggml_gallocr * g, struct ggml_cgraph * gra
 
 void ggmlx_gplan_free(struct ggmlx_gplan * plan);
 
+/* ---- for the scheduler (src/sched) ---------------------------------------------------------- */
+
+/*
+ * Plan graph and adopt the plan only when it fits the buffers as they are: *fits tells which.
+ * Nothing is allocated or freed, so queued work that uses the buffers is not disturbed.
+ * false (error recorded under func) when planning failed.
+ */
+bool ggmlx_gallocr_plan_in_place(struct ggml_gallocr * g, struct ggml_cgraph * graph, const int * node_ids,
+                                 const int * leaf_ids, bool * fits, const char * func);
+
+/* Every backend buffer the allocator holds now, through fn. */
+void ggmlx_gallocr_foreach_buffer(const struct ggml_gallocr * g, void (*fn)(ggml_backend_buffer_t, void *), void * user);
+
 #endif /* GGMLX_GALLOCR_IMPL_H */

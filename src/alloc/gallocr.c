@@ -371,3 +371,47 @@ size_t ggml_gallocr_get_buffer_size(ggml_gallocr_t galloc, int buffer_id) {
     }
     return vbuf_size(&galloc->vbufs[buffer_id]);
 }
+
+/* ---- for the scheduler ---------------------------------------------------------------------- */
+
+bool ggmlx_gallocr_plan_in_place(struct ggml_gallocr * g, struct ggml_cgraph * graph, const int * node_ids,
+                                 const int * leaf_ids, bool * fits, const char * func) {
+    *fits = false;
+    struct ggmlx_gplan plan;
+    if (!ggmlx_gallocr_plan(g, graph, node_ids, leaf_ids, &plan, func)) {
+        return false;
+    }
+    bool ok = true;
+    for (int i = 0; i < g->n_bufs && ok; i++) {
+        if (g->owner[i] != i) {
+            continue;
+        }
+        const struct ggmlx_dyn_tallocr * ta = &g->tallocs[i];
+        for (int c = 0; c < ta->n_chunks && ok; c++) {
+            const struct ggmlx_vbuffer * v = &g->vbufs[i];
+            ok = c < v->n_chunks && v->chunks[c] != NULL && ggmlx_dyn_tallocr_chunk_size(ta, c) <= vbuf_chunk_size(v, c);
+        }
+    }
+    if (!ok) {
+        ggmlx_gplan_free(&plan);
+        return true;
+    }
+    ggmlx_gplan_free(&g->plan);
+    g->plan    = plan;
+    g->planned = true;
+    *fits      = true;
+    return true;
+}
+
+void ggmlx_gallocr_foreach_buffer(const struct ggml_gallocr * g, void (*fn)(ggml_backend_buffer_t, void *), void * user) {
+    for (int i = 0; i < g->n_bufs; i++) {
+        if (g->owner[i] != i) {
+            continue;
+        }
+        for (int c = 0; c < g->vbufs[i].n_chunks; c++) {
+            if (g->vbufs[i].chunks[c] != NULL) {
+                fn(g->vbufs[i].chunks[c], user);
+            }
+        }
+    }
+}

@@ -14,6 +14,8 @@
 #include "ggml-backend-impl.h"
 #include "ggml-alloc.h"
 #include "ggmlx-sched.h"
+#include "ggmlx.h"
+#include "ggmlx-backend.h"
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -43,8 +45,21 @@ struct sched_tinfo {
     int8_t backend; /* -1: not assigned */
     int8_t cause;   /* enum sched_cause */
     bool   user;    /* assigned by set_tensor_backend: never moved */
-    int    copy;    /* index into sched->inputs of this tensor's copy per backend (first of n_backends), -1 none */
+    bool   graph_input; /* counted in sched->graph_inputs */
+    bool   written;     /* a node of the graph writes this memory (the root of a view chain) */
+    bool   allocated;   /* unallocated before the split: the scheduler gives it memory */
 };
+
+/* A tensor pinned with ggml_backend_sched_set_tensor_backend. */
+struct sched_pin {
+    struct ggml_tensor * tensor;
+    int                  backend;
+};
+
+/* ops that compute nothing: their result is a view of their source */
+static inline bool ggmlx_is_view_op(enum ggml_op op) {
+    return op == GGML_OP_VIEW || op == GGML_OP_RESHAPE || op == GGML_OP_PERMUTE || op == GGML_OP_TRANSPOSE;
+}
 
 /* A source one split needs from another backend (or a graph input put in a slot). */
 struct sched_input {
@@ -94,6 +109,8 @@ struct ggml_backend_sched {
     struct ggmlx_hash_set      hash;
     struct sched_tinfo       * tinfo;          /* [hash.size] */
     struct ggml_cgraph       * graph;          /* the user's graph last split */
+    struct sched_pin         * pins;
+    int                        n_pins, pins_cap;
 
     struct sched_split       * splits;
     int                        n_splits, splits_cap;
@@ -109,10 +126,11 @@ struct ggml_backend_sched {
     struct ggml_cgraph       * alloc_graph;
     int                      * node_ids;       /* backend of alloc_graph->nodes[i] */
     int                      * leaf_ids;
-    int                        ids_cap;
+    int                        ids_cap, leaf_ids_cap;
 
     struct ggml_context      * ctx;            /* copy tensors and split views; remade per split */
-    size_t                     ctx_size;
+    void                     * ctx_mem;
+    size_t                     ctx_mem_size;
 
     /* pipeline slots for graph inputs */
     int                        n_copies;       /* in use */
@@ -146,7 +164,7 @@ struct ggml_backend_sched {
 
 /* index of backend in sched, -1 when not one of its backends */
 int  ggmlx_sched_backend_id(const struct ggml_backend_sched * sched, ggml_backend_t backend);
-/* backend id of the buffer type's first user; -1 none */
+/* a buffer the scheduler allocated (now or before: compared by value only) */
 bool ggmlx_sched_owns_buffer(const struct ggml_backend_sched * sched, ggml_backend_buffer_t buffer);
 bool ggmlx_sched_add_own_buffer(struct ggml_backend_sched * sched, ggml_backend_buffer_t buffer);
 
@@ -159,8 +177,8 @@ void ggmlx_sched_apply_rewrites(struct ggml_backend_sched * sched);
 void ggmlx_sched_restore_rewrites(struct ggml_backend_sched * sched);
 /* the backend a tensor was assigned, -1 none */
 int  ggmlx_sched_tensor_backend_id(const struct ggml_backend_sched * sched, const struct ggml_tensor * t);
-/* forget the last graph's assignments (keeps user pins only when keep_user) */
-void ggmlx_sched_clear_assignments(struct ggml_backend_sched * sched, bool keep_user);
+/* forget the last graph's assignments (not the pins) */
+void ggmlx_sched_clear_assignments(struct ggml_backend_sched * sched);
 
 /* ---- sched-alloc.c ------------------------------------------------------------------------- */
 

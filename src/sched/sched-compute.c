@@ -1,0 +1,230 @@
+/*
+ * sched-compute.c -- enqueueing the splits: copies between backends and the events that
+ * order them. Nothing here blocks the host, except a copy no queue can make (counted in
+ * stats.n_sync_fallbacks) and the evaluation callback, which asks for it.
+ *
+ * Each backend is an in-order queue. What the queues alone do not order, events do:
+ *   - a copy runs after the work queued on its source before it, and before the work queued
+ *     on its destination after it (docs/async.md rule 7);
+ *   - a copy into backend B's memory must not overwrite what B's earlier work still uses. The
+ *     copy may run on either queue, so the source queue first waits for all B has queued
+ *     (ev_progress[B]);
+ *   - memory of backend A that another queue still reads (a copy made there, or a split that
+ *     reads A's memory in place) must not be overwritten by A's later work: A first waits for
+ *     those readers (pending_read[A], ev_reads[reader]);
+ *   - a split reading A's memory in place waits for A's work so far (ev_progress[A]).
+ * At the end of a compute every backend it used records the slot's event, which alloc_graph
+ * waits for before it hands the slot's inputs to the host again.
+ */
+#include "sched-impl.h"
+
+#include <string.h>
+
+/* b waits on its queue for everything queued on a so far */
+static void queue_after(struct ggml_backend_sched * sched, int b, int a) {
+    if (a == b) {
+        return;
+    }
+    ggml_backend_event_t ev = sched->ev_progress[a];
+    if (ev == NULL || sched->ev_reads[b] == NULL) {
+        /* no events on one side: the host waits instead, which orders everything */
+        ggml_backend_synchronize(sched->backends[a]);
+        sched->stats.n_host_waits++;
+        return;
+    }
+    ggml_backend_event_record(ev, sched->backends[a]);
+    ggml_backend_event_wait(sched->backends[b], ev);
+    sched->stats.n_event_waits++;
+}
+
+/* b's later work may overwrite memory other queues were still reading: wait for them first */
+static void before_writing(struct ggml_backend_sched * sched, int b) {
+    const uint32_t readers = sched->pending_read[b];
+    for (int r = 0; r < sched->n_backends; r++) {
+        if (!(readers & (1u << r)) || r == b) {
+            continue;
+        }
+        if (sched->ev_reads[r] != NULL && sched->ev_reads[b] != NULL) {
+            ggml_backend_event_wait(sched->backends[b], sched->ev_reads[r]);
+            sched->stats.n_event_waits++;
+        } else {
+            ggml_backend_synchronize(sched->backends[r]);
+            sched->stats.n_host_waits++;
+        }
+    }
+    sched->pending_read[b] = 0;
+}
+
+/* b's reads of other backends' memory so far are done when this event is */
+static void reads_recorded(struct ggml_backend_sched * sched, int b, uint32_t sources) {
+    if (sched->ev_reads[b] != NULL) {
+        ggml_backend_event_record(sched->ev_reads[b], sched->backends[b]);
+    }
+    for (int a = 0; a < sched->n_backends; a++) {
+        if ((sources & (1u << a)) && a != b) {
+            sched->pending_read[a] |= 1u << b;
+        }
+    }
+}
+
+/*
+ * One input copy a -> b, through a queue when one can make it: the destination's copy
+ * (cpy_tensor_async), or the queue on the device side of host memory (set/get_tensor_async).
+ * The source queue already waited for b's earlier work (copy_inputs).
+ */
+static void copy_one(struct ggml_backend_sched * sched, const struct sched_input * in) {
+    ggml_backend_t a = sched->backends[in->src_backend];
+    ggml_backend_t b = sched->backends[in->dst_backend];
+    const size_t   n = ggml_nbytes(in->src);
+    sched->stats.bytes_copied += n;
+    if (b->iface.cpy_tensor_async != NULL && b->iface.cpy_tensor_async(a, b, in->src, in->dst)) {
+        sched->stats.n_async_copies++;
+        return;
+    }
+    ggml_backend_buffer_t sbuf = ggmlx_tensor_buffer(in->src);
+    ggml_backend_buffer_t dbuf = ggmlx_tensor_buffer(in->dst);
+    if (sbuf != NULL && ggml_backend_buffer_is_host(sbuf) && b->iface.set_tensor_async != NULL) {
+        /* b reads the host memory itself, once a's work that writes it is done */
+        queue_after(sched, in->dst_backend, in->src_backend);
+        ggml_backend_tensor_set_async(b, in->dst, in->src->data, 0, n);
+        sched->stats.n_async_copies++;
+        return;
+    }
+    if (dbuf != NULL && ggml_backend_buffer_is_host(dbuf) && a->iface.get_tensor_async != NULL) {
+        ggml_backend_tensor_get_async(a, in->src, in->dst->data, 0, n);
+        queue_after(sched, in->dst_backend, in->src_backend);
+        sched->stats.n_async_copies++;
+        return;
+    }
+    ggml_backend_synchronize(a);
+    ggml_backend_synchronize(b);
+    ggml_backend_tensor_copy(in->src, in->dst);
+    sched->stats.n_sync_fallbacks++;
+}
+
+static void copy_inputs(struct ggml_backend_sched * sched, const struct sched_split * sp, int index) {
+    const int b    = sp->backend;
+    int       span = -1;
+    if (sched->trace != NULL) {
+        span = ggmlx_sched_trace_begin(sched->trace, b, sched->backends[b], "copy", "copy", index, sched->cur_copy);
+    }
+    uint32_t sources = 0;
+    for (int k = sp->input_begin; k < sp->input_begin + sp->n_inputs; k++) {
+        const int a = sched->inputs[k].src_backend;
+        if (!(sources & (1u << a))) {
+            /* the copy may run on a's queue: it must not overtake b's work on that memory */
+            queue_after(sched, a, b);
+            sources |= 1u << a;
+        }
+        copy_one(sched, &sched->inputs[k]);
+    }
+    reads_recorded(sched, b, sources);
+    if (span >= 0) {
+        ggmlx_sched_trace_end(sched->trace, span, sched->backends[b]);
+    }
+}
+
+/* ---- computing a split ---------------------------------------------------------------------- */
+
+/* compute nodes [j0, j1) of the user's graph on b */
+static enum ggml_status compute_range(struct ggml_backend_sched * sched, const struct sched_split * sp, int j0, int j1) {
+    struct ggml_cgraph view = *sp->graph;
+    view.nodes   = sched->graph->nodes + j0;
+    view.n_nodes = j1 - j0;
+    view.size    = j1 - j0;
+    view.uid     = j0 == sp->i_start && j1 == sp->i_end ? sp->graph->uid : ggmlx_next_graph_uid();
+    return ggml_backend_graph_compute_async(sched->backends[sp->backend], &view);
+}
+
+/*
+ * With an evaluation callback: compute up to each node the user wants to see, let the user
+ * look at it, go on. false from the callback stops the compute (*aborted).
+ */
+static enum ggml_status compute_observed(struct ggml_backend_sched * sched, const struct sched_split * sp, bool * aborted) {
+    ggml_backend_t backend = sched->backends[sp->backend];
+    int j0 = sp->i_start;
+    while (j0 < sp->i_end) {
+        int j1 = j0;
+        while (j1 < sp->i_end - 1 && !sched->callback_eval(sched->graph->nodes[j1], true, sched->callback_eval_user_data)) {
+            j1++;
+        }
+        const bool wanted = j1 < sp->i_end - 1 ||
+                            sched->callback_eval(sched->graph->nodes[j1], true, sched->callback_eval_user_data);
+        enum ggml_status st = compute_range(sched, sp, j0, j1 + 1);
+        if (st != GGML_STATUS_SUCCESS) {
+            return st;
+        }
+        ggml_backend_synchronize(backend);
+        st = ggmlx_backend_get_status(backend);
+        if (st != GGML_STATUS_SUCCESS) {
+            ggmlx_backend_clear_status(backend);
+            return st;
+        }
+        if (wanted && !sched->callback_eval(sched->graph->nodes[j1], false, sched->callback_eval_user_data)) {
+            *aborted = true;
+            return GGML_STATUS_ABORTED;
+        }
+        j0 = j1 + 1;
+    }
+    return GGML_STATUS_SUCCESS;
+}
+
+static enum ggml_status run_split(struct ggml_backend_sched * sched, const struct sched_split * sp, int index,
+                                  bool * aborted) {
+    const int b = sp->backend;
+    before_writing(sched, b);
+    if (sp->n_inputs > 0) {
+        copy_inputs(sched, sp, index);
+    }
+    for (int a = 0; a < sched->n_backends; a++) {
+        if (sp->reads_from & (1u << a)) {
+            queue_after(sched, b, a);
+        }
+    }
+    int span = -1;
+    if (sched->trace != NULL) {
+        char name[96];
+        snprintf(name, sizeof name, "split %d: %s", index, ggml_backend_name(sched->backends[b]));
+        span = ggmlx_sched_trace_begin(sched->trace, b, sched->backends[b], name, "compute", index, sched->cur_copy);
+    }
+    const enum ggml_status st = sched->callback_eval != NULL ? compute_observed(sched, sp, aborted)
+                                                             : compute_range(sched, sp, sp->i_start, sp->i_end);
+    if (span >= 0) {
+        ggmlx_sched_trace_end(sched->trace, span, sched->backends[b]);
+    }
+    if (sp->reads_from != 0) {
+        reads_recorded(sched, b, sp->reads_from);
+    }
+    return st;
+}
+
+enum ggml_status ggmlx_sched_compute_splits(struct ggml_backend_sched * sched) {
+    const int c    = sched->cur_copy;
+    uint32_t  used = 0;
+    bool      aborted = false;
+    enum ggml_status st = GGML_STATUS_SUCCESS;
+
+    ggmlx_sched_apply_rewrites(sched);
+    for (int s = 0; s < sched->n_splits && st == GGML_STATUS_SUCCESS; s++) {
+        const struct sched_split * sp = &sched->splits[s];
+        used |= 1u << sp->backend;
+        st = run_split(sched, sp, s, &aborted);
+        sched->stats.n_splits++;
+    }
+    ggmlx_sched_restore_rewrites(sched);
+
+    /* even a stopped compute leaves the slot's events recorded: the next alloc can wait on them */
+    for (int b = 0; b < sched->n_backends; b++) {
+        if ((used & (1u << b)) && sched->ev_slot[b][c] != NULL) {
+            ggml_backend_event_record(sched->ev_slot[b][c], sched->backends[b]);
+        }
+    }
+    sched->slot_busy[c] = true;
+    sched->slot_backends[c] |= used;
+    sched->stats.n_computes++;
+    if (aborted) {
+        ggmlx_error("ggml_backend_sched_graph_compute", "stopped by the evaluation callback");
+        return GGML_STATUS_ABORTED;
+    }
+    return st;
+}

@@ -1,0 +1,656 @@
+/*
+ * sched-split.c -- which backend runs each node, and the splits that follow from it.
+ *
+ * Placement follows upstream's passes so that programs written for it land on the same
+ * devices:
+ *   1. tensors that decide for themselves: pinned by the user, pre-allocated in a buffer (its
+ *      backend), graph inputs (the CPU), ops on weights (the weights' backend, or a device when
+ *      op_offload moves an op on host weights);
+ *   2. neighbours of assigned nodes follow them, first next to non-CPU nodes, then any;
+ *   3. what is left goes where most of its sources are; a node moves up to a higher-priority
+ *      backend with the same buffer type;
+ *   4. views follow the tensor they view, sources their consumer; anything else the first
+ *      backend that can run it.
+ * Then consecutive nodes on one backend form a split, and every source a split needs from a
+ * backend it cannot read gets a copy on the split's backend. The user's graph is not changed:
+ * the sources are only redirected to the copies while the scheduler allocates and enqueues
+ * (ggmlx_sched_apply_rewrites / restore_rewrites).
+ */
+#include "sched-impl.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- the tensor table ----------------------------------------------------------------------- */
+
+static bool table_prepare(struct ggml_backend_sched * sched, size_t n) {
+    const size_t size  = ggmlx_hash_size(2 * n + 16);
+    const size_t words = (size + 31) / 32;
+    if (size > sched->hash.size) {
+        uint32_t *            used  = malloc(words * sizeof *used);
+        struct ggml_tensor ** keys  = malloc(size * sizeof *keys);
+        struct sched_tinfo *  tinfo = malloc(size * sizeof *tinfo);
+        if (used == NULL || keys == NULL || tinfo == NULL) {
+            free(used);
+            free(keys);
+            free(tinfo);
+            return false;
+        }
+        free(sched->hash.used);
+        free(sched->hash.keys);
+        free(sched->tinfo);
+        sched->hash.used = used;
+        sched->hash.keys = keys;
+        sched->hash.size = size;
+        sched->tinfo     = tinfo;
+    }
+    memset(sched->hash.used, 0, ((sched->hash.size + 31) / 32) * sizeof *sched->hash.used);
+    return true;
+}
+
+/* t's entry, made on first sight; the table is sized for every tensor the graph names */
+static struct sched_tinfo * info(struct ggml_backend_sched * sched, struct ggml_tensor * t) {
+    const size_t i = ggmlx_hash_find(&sched->hash, t);
+    struct sched_tinfo * ti = &sched->tinfo[i];
+    if (!((sched->hash.used[i / 32] >> (i % 32)) & 1u)) {
+        ggmlx_hash_insert(&sched->hash, t);
+        memset(ti, 0, sizeof *ti);
+        ti->backend = -1;
+    }
+    return ti;
+}
+
+int ggmlx_sched_tensor_backend_id(const struct ggml_backend_sched * sched, const struct ggml_tensor * t) {
+    if (!sched->split_ok || sched->hash.size == 0 || !ggmlx_hash_contains(&sched->hash, t)) {
+        return -1;
+    }
+    return sched->tinfo[ggmlx_hash_find(&sched->hash, t)].backend;
+}
+
+void ggmlx_sched_clear_assignments(struct ggml_backend_sched * sched) {
+    ggmlx_sched_restore_rewrites(sched);
+    sched->split_ok   = false;
+    sched->n_splits   = 0;
+    sched->n_inputs   = 0;
+    sched->n_rewrites = 0;
+}
+
+/* ---- backend capabilities, straight through the vtables (called per node and pass) --------- */
+
+static bool supports_op(const struct ggml_backend_sched * sched, int b, const struct ggml_tensor * t) {
+    ggml_backend_dev_t dev = sched->backends[b]->device;
+    return dev->iface.supports_op(dev, t);
+}
+
+static bool supports_buft(const struct ggml_backend_sched * sched, int b, ggml_backend_buffer_type_t buft) {
+    ggml_backend_dev_t dev = sched->backends[b]->device;
+    return dev->iface.supports_buft(dev, buft);
+}
+
+static bool offload_op(const struct ggml_backend_sched * sched, int b, const struct ggml_tensor * t) {
+    ggml_backend_dev_t dev = sched->backends[b]->device;
+    return dev->iface.offload_op != NULL && dev->iface.offload_op(dev, t);
+}
+
+static bool computes(const struct ggml_tensor * t) {
+    return t->op != GGML_OP_NONE && !ggmlx_is_view_op(t->op);
+}
+
+/* the buffer a tensor lives in when it is not the scheduler's own (weights, caches, ...) */
+static ggml_backend_buffer_t user_buffer(const struct ggml_backend_sched * sched, const struct ggml_tensor * t) {
+    ggml_backend_buffer_t buf = ggmlx_tensor_buffer(t);
+    return buf != NULL && !ggmlx_sched_owns_buffer(sched, buf) ? buf : NULL;
+}
+
+/* ---- forgetting the scheduler's own allocations of an earlier split -------------------------- */
+
+static void unalloc(struct ggml_backend_sched * sched, struct ggml_tensor * t) {
+    if ((t->flags & GGMLX_TENSOR_FLAG_SCHED_ALLOC) && ggmlx_sched_owns_buffer(sched, t->buffer)) {
+        t->data   = NULL;
+        t->buffer = NULL;
+        t->flags &= ~GGMLX_TENSOR_FLAG_SCHED_ALLOC;
+    }
+}
+
+/* ---- pass 1 --------------------------------------------------------------------------------- */
+
+/* highest-priority backend that can use buf's memory and run t; -1 none */
+static int backend_of_buffer(const struct ggml_backend_sched * sched, ggml_backend_buffer_t buf, const struct ggml_tensor * t) {
+    for (int b = 0; b < sched->n_backends; b++) {
+        if (supports_buft(sched, b, buf->buft) && (!computes(t) || supports_op(sched, b, t))) {
+            return b;
+        }
+    }
+    return -1;
+}
+
+static int from_cur(struct ggml_backend_sched * sched, struct ggml_tensor * t, enum sched_cause * cause, const char * func) {
+    ggml_backend_buffer_t buf = user_buffer(sched, t);
+    if (buf != NULL) {
+        const int b = backend_of_buffer(sched, buf, t);
+        if (b < 0) {
+            ggmlx_error(func, "tensor '%s' (%s) is in a %s buffer that no backend of the scheduler can run it with",
+                        t->name, ggml_op_desc(t), ggml_backend_buft_name(buf->buft));
+        }
+        *cause = CAUSE_BUFFER;
+        return b < 0 ? -2 : b;
+    }
+    if (t->flags & GGML_TENSOR_FLAG_INPUT) {
+        *cause = CAUSE_INPUT;
+        return sched->n_backends - 1;
+    }
+    /* rope's and attention's small side tensors (frequencies, sinks) do not decide placement */
+    if (t->op == GGML_OP_ROPE || t->op == GGML_OP_FLASH_ATTN_EXT || !computes(t)) {
+        return -1;
+    }
+    for (int j = 0; j < GGML_MAX_SRC; j++) {
+        const struct ggml_tensor * s = t->src[j];
+        ggml_backend_buffer_t sb = s != NULL ? user_buffer(sched, s) : NULL;
+        if (sb == NULL || ggml_backend_buffer_get_usage(sb) != GGML_BACKEND_BUFFER_USAGE_WEIGHTS) {
+            continue;
+        }
+        const int b = backend_of_buffer(sched, sb, t);
+        if (b < 0) {
+            continue;
+        }
+        if (sched->op_offload && b == sched->n_backends - 1 && ggml_backend_buffer_is_host(sb)) {
+            for (int o = 0; o < b; o++) {
+                if (supports_op(sched, o, t) && offload_op(sched, o, t)) {
+                    *cause = CAUSE_OFFLOAD;
+                    return o;
+                }
+            }
+        }
+        *cause = CAUSE_WEIGHT;
+        return b;
+    }
+    return -1;
+}
+
+static bool assign_pass1(struct ggml_backend_sched * sched, struct ggml_tensor * t, const char * func) {
+    struct sched_tinfo * ti = info(sched, t);
+    if (ti->backend >= 0) {
+        return true;
+    }
+    enum sched_cause cause = CAUSE_NONE;
+    const int b = from_cur(sched, t, &cause, func);
+    if (b == -2) {
+        return false;
+    }
+    ti->backend = (int8_t) b;
+    ti->cause   = (int8_t) (b >= 0 ? cause : CAUSE_NONE);
+    return true;
+}
+
+/* ---- pass 2: expansion ---------------------------------------------------------------------- */
+
+static void expand(struct ggml_backend_sched * sched, struct ggml_cgraph * g, bool forward, bool gpu_only) {
+    const int cpu = sched->n_backends - 1;
+    int cur = -1;
+    for (int k = 0; k < g->n_nodes; k++) {
+        struct ggml_tensor * node = g->nodes[forward ? k : g->n_nodes - 1 - k];
+        if (!computes(node)) {
+            continue;
+        }
+        struct sched_tinfo * ti = info(sched, node);
+        if (ti->backend >= 0) {
+            cur = gpu_only && ti->backend == cpu ? -1 : ti->backend;
+        } else if (cur >= 0 && supports_op(sched, cur, node)) {
+            ti->backend = (int8_t) cur;
+            ti->cause   = gpu_only ? CAUSE_EXPAND_GPU : CAUSE_EXPAND;
+        }
+    }
+}
+
+/* ---- pass 3 --------------------------------------------------------------------------------- */
+
+/* can backend b read s where it is (its own buffer, or the buffer type of its backend)? */
+static bool can_read(struct ggml_backend_sched * sched, struct ggml_tensor * s, int b) {
+    ggml_backend_buffer_t buf = user_buffer(sched, s);
+    if (buf != NULL) {
+        return supports_buft(sched, b, buf->buft);
+    }
+    const int sb = info(sched, s->view_src ? s->view_src : s)->backend;
+    return sb < 0 || sb == b || supports_buft(sched, b, sched->bufts[sb]);
+}
+
+static void pass3(struct ggml_backend_sched * sched, struct ggml_cgraph * g) {
+    for (int i = 0; i < g->n_nodes; i++) {
+        struct ggml_tensor * node = g->nodes[i];
+        if (!computes(node)) {
+            continue;
+        }
+        struct sched_tinfo * ti = info(sched, node);
+        if (ti->backend < 0) {
+            int best = -1, best_n = -1;
+            for (int b = 0; b < sched->n_backends; b++) {
+                if (!supports_op(sched, b, node)) {
+                    continue;
+                }
+                int n = 0;
+                for (int j = 0; j < GGML_MAX_SRC; j++) {
+                    if (node->src[j] != NULL && info(sched, node->src[j])->backend == b) {
+                        n++;
+                    }
+                }
+                if (n > best_n) {
+                    best   = b;
+                    best_n = n;
+                }
+            }
+            if (best >= 0) {
+                ti->backend = (int8_t) best;
+                ti->cause   = CAUSE_SOURCES;
+            }
+        } else if (!ti->user && ti->cause != CAUSE_BUFFER) {
+            /* same memory, higher priority (a BLAS backend next to the CPU, say) */
+            for (int b = 0; b < ti->backend; b++) {
+                if (sched->bufts[b] != sched->bufts[ti->backend] || !supports_op(sched, b, node)) {
+                    continue;
+                }
+                bool ok = true;
+                for (int j = 0; j < GGML_MAX_SRC && ok; j++) {
+                    ok = node->src[j] == NULL || can_read(sched, node->src[j], b);
+                }
+                if (ok) {
+                    ti->backend = (int8_t) b;
+                    ti->cause   = CAUSE_UPGRADE;
+                    break;
+                }
+            }
+        }
+    }
+}
+
+/* ---- pass 4 --------------------------------------------------------------------------------- */
+
+static bool pass4(struct ggml_backend_sched * sched, struct ggml_cgraph * g, const char * func) {
+    for (int i = 0; i < g->n_nodes; i++) {
+        struct ggml_tensor * node = g->nodes[i];
+        struct sched_tinfo * ti   = info(sched, node);
+        if (ti->backend < 0 && node->view_src != NULL) {
+            ti->backend = info(sched, node->view_src)->backend;
+            ti->cause   = CAUSE_VIEW;
+        }
+        if (ti->backend < 0) {
+            for (int b = 0; b < sched->n_backends; b++) {
+                if (!computes(node) || supports_op(sched, b, node)) {
+                    ti->backend = (int8_t) b;
+                    ti->cause   = CAUSE_FALLBACK;
+                    break;
+                }
+            }
+        }
+        if (ti->backend < 0) {
+            ggmlx_error(func, "no backend of the scheduler can run %s (node %d, '%s' %s)", ggml_op_desc(node), i,
+                        node->name, GGMLX_SHAPE(node));
+            return false;
+        }
+        for (int j = 0; j < GGML_MAX_SRC; j++) {
+            struct ggml_tensor * s = node->src[j];
+            if (s == NULL) {
+                continue;
+            }
+            struct sched_tinfo * si = info(sched, s);
+            if (si->backend < 0) {
+                si->backend = s->view_src != NULL ? info(sched, s->view_src)->backend : ti->backend;
+                if (si->backend < 0) {
+                    si->backend = ti->backend;
+                }
+                si->cause = CAUSE_VIEW;
+            }
+        }
+    }
+    for (int i = 0; i < g->n_leafs; i++) {
+        struct sched_tinfo * li = info(sched, g->leafs[i]);
+        if (li->backend < 0) {
+            li->backend = (int8_t) (sched->n_backends - 1);
+            li->cause   = CAUSE_FALLBACK;
+        }
+    }
+    return true;
+}
+
+/* ---- growable arrays ------------------------------------------------------------------------ */
+
+static bool grow(void ** p, int * cap, int need, size_t elem) {
+    if (need <= *cap) {
+        return true;
+    }
+    int n = *cap ? *cap : 16;
+    while (n < need) {
+        n *= 2;
+    }
+    void * q = realloc(*p, (size_t) n * elem);
+    if (q == NULL) {
+        return false;
+    }
+    *p   = q;
+    *cap = n;
+    return true;
+}
+
+#define GROW(arr, cap, need) grow((void **) &(arr), &(cap), (need), sizeof *(arr))
+
+/* ---- pass 5: splits and copies -------------------------------------------------------------- */
+
+static struct ggml_tensor * root_of(struct ggml_tensor * t) {
+    while (t->view_src != NULL) {
+        t = t->view_src;
+    }
+    return t;
+}
+
+/* a source the split reads in place on another backend: the split must wait for that backend */
+static void read_in_place(struct ggml_backend_sched * sched, struct sched_split * sp, struct ggml_tensor * s, int sb) {
+    if (info(sched, root_of(s))->written || user_buffer(sched, s) == NULL) {
+        sp->reads_from |= 1u << sb;
+    }
+}
+
+static bool add_input(struct ggml_backend_sched * sched, struct sched_split * sp, struct ggml_tensor * node, int j,
+                      int sb) {
+    struct ggml_tensor * s = node->src[j];
+    int k = sp->input_begin;
+    for (; k < sched->n_inputs && sched->inputs[k].src != s; k++) {
+    }
+    if (k == sched->n_inputs) {
+        if (!GROW(sched->inputs, sched->inputs_cap, sched->n_inputs + 1)) {
+            return false;
+        }
+        sched->inputs[sched->n_inputs++] = (struct sched_input){ s, NULL, sb, sp->backend };
+        sp->n_inputs++;
+    }
+    if (!GROW(sched->rewrites, sched->rewrites_cap, sched->n_rewrites + 1)) {
+        return false;
+    }
+    /* the copy tensor is made once the number of inputs is known (make_tensors) */
+    sched->rewrites[sched->n_rewrites++] = (struct sched_rewrite){ node, j, s, (struct ggml_tensor *) (intptr_t) k };
+    return true;
+}
+
+static bool note_graph_input(struct ggml_backend_sched * sched, struct ggml_tensor * t) {
+    if (!(t->flags & GGML_TENSOR_FLAG_INPUT) || t->view_src != NULL || t->data != NULL) {
+        return true;
+    }
+    struct sched_tinfo * ti = info(sched, t);
+    if (ti->graph_input) {
+        return true;
+    }
+    if (!GROW(sched->graph_inputs, sched->graph_inputs_cap, sched->n_graph_inputs + 1)) {
+        return false;
+    }
+    ti->graph_input = true;
+    sched->graph_inputs[sched->n_graph_inputs++] = t;
+    return true;
+}
+
+static bool pass5(struct ggml_backend_sched * sched, struct ggml_cgraph * g) {
+    struct sched_split * sp = NULL;
+    for (int i = 0; i < g->n_leafs; i++) {
+        if (!note_graph_input(sched, g->leafs[i])) {
+            return false;
+        }
+    }
+    for (int i = 0; i < g->n_nodes; i++) {
+        struct ggml_tensor * node = g->nodes[i];
+        const int b = info(sched, node)->backend;
+        if (sp == NULL || (computes(node) && b != sp->backend)) {
+            if (sp != NULL) {
+                sp->i_end = i;
+            }
+            if (!GROW(sched->splits, sched->splits_cap, sched->n_splits + 1)) {
+                return false;
+            }
+            sp = &sched->splits[sched->n_splits++];
+            memset(sp, 0, sizeof *sp);
+            /* leading views join the first computing node's split */
+            sp->backend     = b;
+            sp->i_start     = sched->n_splits == 1 ? 0 : i;
+            sp->input_begin = sched->n_inputs;
+            if (sched->n_splits == 1 && !computes(node)) {
+                int k = i;
+                while (k < g->n_nodes && !computes(g->nodes[k])) {
+                    k++;
+                }
+                sp->backend = k < g->n_nodes ? info(sched, g->nodes[k])->backend : b;
+            }
+        }
+        if (!computes(node)) {
+            continue;
+        }
+        for (int j = 0; j < GGML_MAX_SRC; j++) {
+            struct ggml_tensor * s = node->src[j];
+            if (s == NULL) {
+                continue;
+            }
+            if (!note_graph_input(sched, s)) {
+                return false;
+            }
+            const int sb = info(sched, s)->backend;
+            if (sb == sp->backend || sb < 0) {
+                continue;
+            }
+            if (can_read(sched, s, sp->backend)) {
+                read_in_place(sched, sp, s, sb);
+            } else if (!add_input(sched, sp, node, j, sb)) {
+                return false;
+            }
+        }
+    }
+    if (sp != NULL) {
+        sp->i_end = g->n_nodes;
+    }
+    return true;
+}
+
+/* ---- the context of copies and views, and the allocator's graph ----------------------------- */
+
+static bool make_context(struct ggml_backend_sched * sched, int alloc_size) {
+    const size_t need = (size_t) (2 * sched->n_inputs + 8) * ggml_tensor_overhead() +
+                        (size_t) (sched->n_splits + 1) * ggml_graph_overhead_custom(1, false) +
+                        ggml_graph_overhead_custom((size_t) alloc_size, false);
+    ggml_free(sched->ctx);
+    sched->ctx = NULL;
+    if (need > sched->ctx_mem_size) {
+        void * mem = malloc(need);
+        if (mem == NULL) {
+            return false;
+        }
+        free(sched->ctx_mem);
+        sched->ctx_mem      = mem;
+        sched->ctx_mem_size = need;
+    }
+    struct ggml_init_params params = { sched->ctx_mem_size, sched->ctx_mem, true };
+    sched->ctx = ggml_init(params);
+    return sched->ctx != NULL;
+}
+
+static struct ggml_tensor * new_like(struct ggml_context * ctx, const struct ggml_tensor * s) {
+    struct ggml_tensor * t = ggml_new_tensor(ctx, s->type, GGML_MAX_DIMS, s->ne);
+    if (t != NULL) {
+        for (int d = 0; d < GGML_MAX_DIMS; d++) {
+            t->nb[d] = s->nb[d]; /* same layout, so a copy is one block of ggml_nbytes */
+        }
+    }
+    return t;
+}
+
+static bool push(struct ggml_backend_sched * sched, struct ggml_tensor * t, int backend) {
+    struct ggml_cgraph * a = sched->alloc_graph;
+    if (a->n_nodes >= a->size) {
+        return false;
+    }
+    sched->node_ids[a->n_nodes] = backend;
+    a->nodes[a->n_nodes++]      = t;
+    return true;
+}
+
+static bool build_alloc_graph(struct ggml_backend_sched * sched, struct ggml_cgraph * g, const char * func) {
+    const int n_alloc = g->n_nodes + 2 * sched->n_inputs;
+    const int size    = n_alloc > g->n_leafs ? n_alloc : g->n_leafs;
+    if (!make_context(sched, size) || !GROW(sched->node_ids, sched->ids_cap, size) ||
+        !GROW(sched->leaf_ids, sched->leaf_ids_cap, size)) {
+        ggmlx_error(func, "out of host memory");
+        return false;
+    }
+    sched->alloc_graph = ggml_new_graph_custom(sched->ctx, (size_t) size, false);
+    if (sched->alloc_graph == NULL) {
+        return false;
+    }
+    for (int k = 0; k < sched->n_inputs; k++) {
+        struct sched_input * in = &sched->inputs[k];
+        in->dst = new_like(sched->ctx, in->src);
+        if (in->dst == NULL) {
+            return false;
+        }
+        ggml_format_name(in->dst, "%s#%s", ggml_backend_name(sched->backends[in->dst_backend]), in->src->name);
+    }
+    for (int r = 0; r < sched->n_rewrites; r++) {
+        sched->rewrites[r].copy = sched->inputs[(intptr_t) sched->rewrites[r].copy].dst;
+    }
+    for (int s = 0; s < sched->n_splits; s++) {
+        struct sched_split * sp = &sched->splits[s];
+        for (int k = sp->input_begin; k < sp->input_begin + sp->n_inputs; k++) {
+            struct sched_input * in = &sched->inputs[k];
+            /* keeps the source's memory until its copy is made, then the copy's until the split ran */
+            struct ggml_tensor * dep = ggml_new_tensor(sched->ctx, in->src->type, GGML_MAX_DIMS, in->src->ne);
+            if (dep == NULL) {
+                return false;
+            }
+            dep->view_src = in->src;
+            dep->src[0]   = in->src;
+            if (!push(sched, dep, in->src_backend) || !push(sched, in->dst, in->dst_backend)) {
+                return false;
+            }
+        }
+        for (int i = sp->i_start; i < sp->i_end; i++) {
+            const int b = info(sched, g->nodes[i])->backend;
+            if (!push(sched, g->nodes[i], b >= 0 ? b : sp->backend)) {
+                return false;
+            }
+        }
+        sp->graph = ggmlx_graph_view(sched->ctx, g, sp->i_start, sp->i_end);
+        if (sp->graph == NULL) {
+            return false;
+        }
+    }
+    struct ggml_cgraph * a = sched->alloc_graph;
+    for (int i = 0; i < g->n_leafs; i++) {
+        sched->leaf_ids[a->n_leafs] = info(sched, g->leafs[i])->backend;
+        a->leafs[a->n_leafs++]      = g->leafs[i];
+    }
+    return true;
+}
+
+/* ---- rewrites ------------------------------------------------------------------------------- */
+
+void ggmlx_sched_apply_rewrites(struct ggml_backend_sched * sched) {
+    if (sched->rewritten) {
+        return;
+    }
+    for (int r = 0; r < sched->n_rewrites; r++) {
+        sched->rewrites[r].node->src[sched->rewrites[r].j] = sched->rewrites[r].copy;
+    }
+    sched->rewritten = true;
+}
+
+void ggmlx_sched_restore_rewrites(struct ggml_backend_sched * sched) {
+    if (!sched->rewritten) {
+        return;
+    }
+    for (int r = sched->n_rewrites - 1; r >= 0; r--) {
+        sched->rewrites[r].node->src[sched->rewrites[r].j] = sched->rewrites[r].original;
+    }
+    sched->rewritten = false;
+}
+
+/* ---- the whole ------------------------------------------------------------------------------ */
+
+static void mark_written(struct ggml_backend_sched * sched, struct ggml_cgraph * g) {
+    for (int i = 0; i < g->n_nodes; i++) {
+        if (computes(g->nodes[i])) {
+            info(sched, root_of(g->nodes[i]))->written = true;
+        }
+    }
+}
+
+static void forget_own_memory(struct ggml_backend_sched * sched, struct ggml_cgraph * g) {
+    for (int i = 0; i < g->n_leafs; i++) {
+        unalloc(sched, g->leafs[i]);
+    }
+    for (int i = 0; i < g->n_nodes; i++) {
+        struct ggml_tensor * node = g->nodes[i];
+        unalloc(sched, node);
+        for (int j = 0; j < GGML_MAX_SRC; j++) {
+            if (node->src[j] != NULL) {
+                unalloc(sched, node->src[j]);
+            }
+        }
+    }
+}
+
+bool ggmlx_sched_split(struct ggml_backend_sched * sched, struct ggml_cgraph * g, const char * func) {
+    ggmlx_sched_clear_assignments(sched);
+    sched->graph          = g;
+    sched->n_graph_inputs = 0;
+    forget_own_memory(sched, g);
+
+    /* every tensor the graph names: nodes, leafs, sources and the roots of views */
+    size_t n = (size_t) g->n_nodes + (size_t) g->n_leafs + (size_t) sched->n_pins;
+    for (int i = 0; i < g->n_nodes; i++) {
+        for (int j = 0; j < GGML_MAX_SRC; j++) {
+            n += g->nodes[i]->src[j] != NULL;
+        }
+        n += g->nodes[i]->view_src != NULL;
+    }
+    if (!table_prepare(sched, n)) {
+        ggmlx_error(func, "out of host memory");
+        return false;
+    }
+    for (int i = 0; i < g->n_leafs; i++) {
+        struct sched_tinfo * ti = info(sched, g->leafs[i]);
+        ti->allocated = g->leafs[i]->data == NULL && g->leafs[i]->view_src == NULL;
+    }
+    for (int i = 0; i < g->n_nodes; i++) {
+        struct sched_tinfo * ti = info(sched, g->nodes[i]);
+        ti->allocated = g->nodes[i]->data == NULL;
+    }
+    for (int p = 0; p < sched->n_pins; p++) {
+        struct sched_tinfo * ti = info(sched, sched->pins[p].tensor);
+        ti->backend = (int8_t) sched->pins[p].backend;
+        ti->cause   = CAUSE_USER;
+        ti->user    = true;
+    }
+    mark_written(sched, g);
+
+    for (int i = 0; i < g->n_leafs; i++) {
+        if (!assign_pass1(sched, g->leafs[i], func)) {
+            return false;
+        }
+    }
+    for (int i = 0; i < g->n_nodes; i++) {
+        if (!assign_pass1(sched, g->nodes[i], func)) {
+            return false;
+        }
+    }
+    expand(sched, g, true, true);
+    expand(sched, g, false, true);
+    expand(sched, g, true, false);
+    expand(sched, g, false, false);
+    pass3(sched, g);
+    if (!pass4(sched, g, func)) {
+        return false;
+    }
+    if (!pass5(sched, g) || !build_alloc_graph(sched, g, func)) {
+        if (ggmlx_last_error() == NULL) {
+            ggmlx_error(func, "out of host memory while splitting the graph");
+        }
+        return false;
+    }
+    sched->split_ok = true;
+    if (sched->debug > 0) {
+        ggmlx_sched_print_splits(sched);
+    }
+    return true;
+}
