@@ -47,6 +47,7 @@ struct sched_tinfo {
     bool   user;    /* assigned by set_tensor_backend: never moved */
     bool   graph_input; /* counted in sched->graph_inputs */
     bool   written;     /* a node of the graph writes this memory (the root of a view chain) */
+    int    last_write;  /* index of the last node that writes it (roots only) */
     bool   allocated;   /* unallocated before the split: the scheduler gives it memory */
 };
 
@@ -67,6 +68,7 @@ struct sched_input {
     struct ggml_tensor * dst;      /* its copy on the split's backend */
     int                  src_backend;
     int                  dst_backend;
+    int                  first_node;   /* the node that needed it first (later splits reuse the copy) */
 };
 
 /* A source node->src[j] rewritten to a copy while the scheduler works on the graph. */

@@ -55,7 +55,8 @@ static struct sched_tinfo * info(struct ggml_backend_sched * sched, struct ggml_
     if (!((sched->hash.used[i / 32] >> (i % 32)) & 1u)) {
         ggmlx_hash_insert(&sched->hash, t);
         memset(ti, 0, sizeof *ti);
-        ti->backend = -1;
+        ti->backend    = -1;
+        ti->last_write = -1;
     }
     return ti;
 }
@@ -348,17 +349,26 @@ static void read_in_place(struct ggml_backend_sched * sched, struct sched_split 
     }
 }
 
-static bool add_input(struct ggml_backend_sched * sched, struct sched_split * sp, struct ggml_tensor * node, int j,
-                      int sb) {
-    struct ggml_tensor * s = node->src[j];
-    int k = sp->input_begin;
-    for (; k < sched->n_inputs && sched->inputs[k].src != s; k++) {
+/*
+ * Route node->src[j] to a copy on the split's backend: one copy per source and backend for the
+ * whole graph, unless a node wrote the source's memory after the copy was made.
+ */
+static bool add_input(struct ggml_backend_sched * sched, struct sched_split * sp, int i, int j, int sb) {
+    struct ggml_tensor * node = sched->graph->nodes[i];
+    struct ggml_tensor * s    = node->src[j];
+    const int last_write      = info(sched, root_of(s))->last_write;
+    int k = 0;
+    for (; k < sched->n_inputs; k++) {
+        const struct sched_input * in = &sched->inputs[k];
+        if (in->src == s && in->dst_backend == sp->backend && (k >= sp->input_begin || last_write < in->first_node)) {
+            break;
+        }
     }
     if (k == sched->n_inputs) {
         if (!GROW(sched->inputs, sched->inputs_cap, sched->n_inputs + 1)) {
             return false;
         }
-        sched->inputs[sched->n_inputs++] = (struct sched_input){ s, NULL, sb, sp->backend };
+        sched->inputs[sched->n_inputs++] = (struct sched_input){ s, NULL, sb, sp->backend, i };
         sp->n_inputs++;
     }
     if (!GROW(sched->rewrites, sched->rewrites_cap, sched->n_rewrites + 1)) {
@@ -433,7 +443,7 @@ static bool pass5(struct ggml_backend_sched * sched, struct ggml_cgraph * g) {
             }
             if (can_read(sched, s, sp->backend)) {
                 read_in_place(sched, sp, s, sb);
-            } else if (!add_input(sched, sp, node, j, sb)) {
+            } else if (!add_input(sched, sp, i, j, sb)) {
                 return false;
             }
         }
@@ -570,7 +580,9 @@ void ggmlx_sched_restore_rewrites(struct ggml_backend_sched * sched) {
 static void mark_written(struct ggml_backend_sched * sched, struct ggml_cgraph * g) {
     for (int i = 0; i < g->n_nodes; i++) {
         if (computes(g->nodes[i])) {
-            info(sched, root_of(g->nodes[i]))->written = true;
+            struct sched_tinfo * r = info(sched, root_of(g->nodes[i]));
+            r->written    = true;
+            r->last_write = i;
         }
     }
 }
