@@ -1,0 +1,300 @@
+/*
+ * test-sched-eval.c -- the scheduler's eval callback (every node observed with the values of a
+ * CPU-only run; false stops the whole compute), its buffers (types, sizes, input copies) and its
+ * counters, over SIM devices and the CPU.
+ */
+#include <criterion/criterion.h>
+
+#include "sched-fixture.h"
+
+TestSuite(sched_eval, .init = four_sims, .timeout = 60);
+
+/* ---- eval callback ------------------------------------------------------------------------------ */
+
+struct cb_state {
+    struct ggml_cgraph        * gf;
+    const struct sm_ref_nodes * ref;          /* NULL: no value check */
+    const char                * only;         /* ask for nodes whose name ends so; NULL: all */
+    const char                * stop_at;      /* return false once this node is computed */
+    bool                        asked[256], seen[256];
+    int                         n_seen, n_compared, n_after_stop, n_bad_order;
+    bool                        stopped;
+    double                      worst;
+};
+
+static int node_index(struct ggml_cgraph * gf, const struct ggml_tensor * t) {
+    for (int i = 0; i < ggml_graph_n_nodes(gf); i++) {
+        if (ggml_graph_node(gf, i) == t) {
+            return i;
+        }
+    }
+    return -1;
+}
+
+static bool ends_with(const char * s, const char * suffix) {
+    const size_t n = strlen(s), m = strlen(suffix);
+    return n >= m && strcmp(s + n - m, suffix) == 0;
+}
+
+static bool observe(struct ggml_tensor * t, bool ask, void * user_data) {
+    struct cb_state * st = user_data;
+    const int i = node_index(st->gf, t);
+    if (st->stopped) {
+        st->n_after_stop++;
+    }
+    if (i < 0 || i >= 256) {
+        st->n_bad_order++;
+        return false;
+    }
+    if (ask) {
+        st->asked[i] = st->only == NULL || ends_with(t->name, st->only);
+        return st->asked[i];
+    }
+    if (!st->asked[i] || st->seen[i]) {
+        st->n_bad_order++; /* computed data handed over without being asked for, or twice */
+    }
+    st->seen[i] = true;
+    st->n_seen++;
+    if (st->ref != NULL && i < st->ref->n_nodes && st->ref->values[i] != NULL) {
+        float * got = sm_read(t);
+        if (got != NULL) {
+            const double e = sm_max_rel_err(got, st->ref->values[i], (size_t) ggml_nelements(t));
+            st->worst = isnan(e) || e > st->worst ? e : st->worst;
+            st->n_compared++;
+            free(got);
+        }
+    }
+    if (st->stop_at != NULL && strcmp(t->name, st->stop_at) == 0) {
+        st->stopped = true;
+        return false;
+    }
+    return true;
+}
+
+static bool is_view_op(enum ggml_op op) {
+    return op == GGML_OP_VIEW || op == GGML_OP_RESHAPE || op == GGML_OP_PERMUTE || op == GGML_OP_TRANSPOSE || op == GGML_OP_NONE;
+}
+
+Test(sched_eval, eval_callback_sees_every_node_with_the_reference_values) {
+    struct backends b = backends_new(2);
+    struct decoder d;
+    decoder_new(&d, 2, cpu_of(&b), b.be, 2, false);
+    struct sm_ref_nodes ref;
+    cr_assert(sm_reference(&d.cfg, d.cfg.n_tokens, 50, NULL, &ref));
+    cr_assert_eq(ref.n_nodes, ggml_graph_n_nodes(d.g.gf));
+    struct cb_state st = { .gf = d.g.gf, .ref = &ref };
+    ggml_backend_sched_t s = sched_new(&b, false);
+    ggml_backend_sched_set_eval_callback(s, observe, &st);
+    cr_assert(ggml_backend_sched_alloc_graph(s, d.g.gf));
+    cr_assert(sm_graph_set_inputs(&d.g, &d.cfg, 50));
+    cr_assert_eq(ggml_backend_sched_graph_compute(s, d.g.gf), GGML_STATUS_SUCCESS);
+    cr_assert_eq(st.n_bad_order, 0, "every node handed over once, after it was asked for");
+    for (int i = 0; i < ggml_graph_n_nodes(d.g.gf); i++) {
+        struct ggml_tensor * t = ggml_graph_node(d.g.gf, i);
+        if (!is_view_op(t->op)) {
+            cr_assert(st.asked[i] && st.seen[i], "node %d (%s) asked %d, seen %d", i, t->name, st.asked[i], st.seen[i]);
+        }
+    }
+    cr_assert_geq(st.n_compared, 20 * d.cfg.n_layer);
+    cr_assert(st.worst <= TOL, "an observed node differs from the CPU-only run by %g", st.worst);
+    decoder_check(&d, &d.g, 50);
+    sm_ref_nodes_free(&ref);
+    ggml_backend_sched_free(s);
+    decoder_free(&d);
+    backends_free(&b);
+}
+
+Test(sched_eval, eval_callback_sees_only_the_nodes_it_asks_for) {
+    struct backends b = backends_new(2);
+    struct decoder d;
+    decoder_new(&d, 4, cpu_of(&b), b.be, 2, false);
+    struct cb_state st = { .gf = d.g.gf, .only = ".kq_soft" };
+    ggml_backend_sched_t s = sched_new(&b, false);
+    ggml_backend_sched_set_eval_callback(s, observe, &st);
+    decoder_run(s, &d, &d.g, 51);
+    cr_assert_eq(st.n_seen, d.cfg.n_layer, "one soft_max per layer handed over");
+    cr_assert_eq(st.n_bad_order, 0);
+    ggml_backend_sched_free(s);
+    decoder_free(&d);
+    backends_free(&b);
+}
+
+Test(sched_eval, eval_callback_false_stops_the_whole_compute) {
+    struct backends b = backends_new(2);
+    const ggml_backend_buffer_type_t bufts[4] = {
+        ggml_backend_get_default_buffer_type(b.be[0]), ggml_backend_get_default_buffer_type(b.be[0]),
+        ggml_backend_get_default_buffer_type(b.be[1]), ggml_backend_get_default_buffer_type(b.be[1]) };
+    struct chain c;
+    chain_new(&c, 4, bufts, 8);
+    struct cb_state st = { .gf = c.gf, .stop_at = "y0" };
+    ggml_backend_sched_t s = sched_new(&b, false);
+    ggml_backend_sched_set_eval_callback(s, observe, &st);
+    cr_assert(ggml_backend_sched_alloc_graph(s, c.gf));
+    chain_set_input(&c, 7);
+    /* a marker in the output (SIM1's memory): still there when SIM1's split never ran */
+    float mark[CH_DIM * 8];
+    for (int i = 0; i < CH_DIM * 8; i++) {
+        mark[i] = 12345.0f;
+    }
+    ggml_backend_tensor_set(c.y[3], mark, 0, sizeof mark);
+    cr_assert_eq(ggml_backend_sched_graph_compute(s, c.gf), GGML_STATUS_ABORTED);
+    cr_assert(st.stopped);
+    cr_assert_eq(st.n_after_stop, 0, "the callback was called %d times after it said stop", st.n_after_stop);
+    float * out = sm_read(c.y[3]);
+    cr_assert_arr_eq(out, mark, sizeof mark, "the split after the stop ran");
+    free(out);
+
+    ggml_backend_sched_set_eval_callback(s, NULL, NULL);
+    ggml_backend_sched_reset(s);
+    cr_assert(ggml_backend_sched_alloc_graph(s, c.gf));
+    chain_set_input(&c, 7);
+    cr_assert_eq(ggml_backend_sched_graph_compute(s, c.gf), GGML_STATUS_SUCCESS, "the scheduler works after a stop");
+    float * want = chain_reference(4, 8, 7);
+    assert_close(c.y[3], want, "chain after an aborted compute");
+    free(want);
+    ggml_backend_sched_free(s);
+    chain_free(&c);
+    backends_free(&b);
+}
+
+/* ---- buffers, copies, counters ------------------------------------------------------------------ */
+
+Test(sched_eval, buffer_types_are_the_backends_defaults_and_copies_multiply_only_inputs) {
+    struct backends b = backends_new(2);
+    struct decoder d;
+    decoder_new(&d, 4, cpu_of(&b), b.be, 2, false);
+    ggml_backend_sched_t s = sched_new(&b, false);
+    cr_assert_eq(ggml_backend_sched_get_n_copies(s), 1, "one copy without parallel");
+    for (int i = 0; i < b.n; i++) {
+        cr_assert_eq(ggml_backend_sched_get_buffer_type(s, b.be[i]), ggml_backend_get_default_buffer_type(b.be[i]));
+    }
+    decoder_run(s, &d, &d.g, 60);
+    size_t one[3], three[3];
+    for (int i = 0; i < 3; i++) {
+        one[i] = ggml_backend_sched_get_buffer_size(s, b.be[i]);
+    }
+    cr_assert_gt(one[0], 0);
+    cr_assert_gt(one[1], 0);
+    cr_assert(ggmlx_sched_set_n_copies(s, 3));
+    for (uint64_t seed = 61; seed < 65; seed++) {
+        decoder_run(s, &d, &d.g, seed); /* rotates through the three input slots */
+    }
+    cr_assert_eq(ggml_backend_sched_get_n_copies(s), 3);
+    for (int i = 0; i < 3; i++) {
+        three[i] = ggml_backend_sched_get_buffer_size(s, b.be[i]);
+    }
+    cr_assert_eq(three[0], one[0], "SIM0 holds no graph input: no more memory with more copies");
+    cr_assert_eq(three[1], one[1], "SIM1 holds no graph input: no more memory with more copies");
+    const size_t align = ggml_backend_buft_get_alignment(ggml_backend_get_default_buffer_type(cpu_of(&b)));
+    const struct ggml_tensor * ins[3] = { d.g.inp, d.g.pos, d.g.mask };
+    size_t per_copy = 0;
+    for (int i = 0; i < 3; i++) {
+        per_copy += (ggml_nbytes(ins[i]) + align - 1) / align * align;
+    }
+    cr_assert_gt(three[2], one[2], "two more copies of the inputs on the CPU");
+    cr_assert_leq(three[2] - one[2], 2 * (per_copy + align), "CPU grew by %zu for 2 copies of %zu bytes of inputs",
+                  three[2] - one[2], per_copy);
+    struct ggmlx_sched_stats st;
+    cr_assert(ggmlx_sched_get_stats(s, &st));
+    for (int c = 0; c < GGMLX_SCHED_MAX_COPIES; c++) {
+        cr_assert_eq(st.input_slot_bytes[2][c] > 0, c < 3, "CPU input slot %d: %zu bytes", c, st.input_slot_bytes[2][c]);
+        cr_assert_eq(st.input_slot_bytes[0][c], 0);
+        cr_assert_eq(st.input_slot_bytes[1][c], 0);
+    }
+    ggml_backend_sched_free(s);
+    decoder_free(&d);
+    backends_free(&b);
+}
+
+Test(sched_eval, parallel_keeps_two_copies) {
+    struct backends b = backends_new(2);
+    ggml_backend_sched_t s = sched_new(&b, true);
+    cr_assert_eq(ggml_backend_sched_get_n_copies(s), 2);
+    cr_assert_eq(ggml_backend_sched_get_n_backends(s), 3);
+    for (int i = 0; i < 3; i++) {
+        cr_assert_eq(ggml_backend_sched_get_backend(s, i), b.be[i]);
+    }
+    ggml_backend_sched_free(s);
+    backends_free(&b);
+}
+
+Test(sched_eval, steady_state_copies_are_queued_with_no_host_wait) {
+    struct backends b = backends_new(2);
+    struct decoder d;
+    decoder_new(&d, 4, cpu_of(&b), b.be, 2, false);
+    ggml_backend_sched_t s = sched_new(&b, false);
+    ggmlx_sched_reset_stats(s);
+    for (uint64_t seed = 70; seed < 73; seed++) {
+        ggml_backend_sched_reset(s);
+        cr_assert(ggml_backend_sched_alloc_graph(s, d.g.gf));
+        cr_assert(sm_graph_set_inputs(&d.g, &d.cfg, seed));
+        cr_assert_eq(ggml_backend_sched_graph_compute_async(s, d.g.gf), GGML_STATUS_SUCCESS);
+        ggml_backend_sched_synchronize(s);
+        decoder_check(&d, &d.g, seed);
+    }
+    struct ggmlx_sched_stats st;
+    cr_assert(ggmlx_sched_get_stats(s, &st));
+    cr_assert_eq(st.n_computes, 3);
+    cr_assert_eq(st.n_splits, 3 * (uint64_t) ggml_backend_sched_get_n_splits(s));
+    cr_assert_eq(st.n_sync_fallbacks, 0, "SIM devices and the CPU copy through queues");
+    cr_assert_eq(st.n_host_waits, 0, "nothing was pending at any alloc (synchronized before)");
+    cr_assert_geq(st.n_async_copies, 3 * 3, "at least SIM0 -> SIM1, SIM1 -> CPU and the embeddings per compute");
+    cr_assert_gt(st.bytes_copied, 0);
+    ggmlx_sched_reset_stats(s);
+    cr_assert(ggmlx_sched_get_stats(s, &st));
+    cr_assert(st.n_computes == 0 && st.n_splits == 0 && st.n_async_copies == 0 && st.bytes_copied == 0);
+    ggml_backend_sched_free(s);
+    decoder_free(&d);
+    backends_free(&b);
+}
+
+Test(sched_eval, reserve_size_reports_what_reserve_allocates) {
+    struct backends b = backends_new(2);
+    struct decoder d;
+    decoder_new(&d, 4, cpu_of(&b), b.be, 2, false);
+    ggml_backend_sched_t s = sched_new(&b, false);
+    size_t sizes[3] = { 0, 0, 0 };
+    ggml_backend_sched_reserve_size(s, d.g.gf, sizes);
+    for (int i = 0; i < 3; i++) {
+        cr_assert_gt(sizes[i], 0, "%s needs a compute buffer", bname(b.be[i]));
+        cr_assert_eq(ggml_backend_sched_get_buffer_size(s, b.be[i]), 0, "reserve_size allocated on %s", bname(b.be[i]));
+    }
+    cr_assert(ggml_backend_sched_reserve(s, d.g.gf));
+    for (int i = 0; i < 3; i++) {
+        cr_assert_eq(ggml_backend_sched_get_buffer_size(s, b.be[i]), sizes[i], "%s: reserved %zu, reserve_size said %zu",
+                     bname(b.be[i]), ggml_backend_sched_get_buffer_size(s, b.be[i]), sizes[i]);
+    }
+    decoder_run(s, &d, &d.g, 80);
+    ggml_backend_sched_free(s);
+    decoder_free(&d);
+    backends_free(&b);
+}
+
+Test(sched_eval, a_larger_graph_reallocates_and_a_smaller_one_after_does_not) {
+    struct backends b = backends_new(2);
+    struct decoder d;
+    decoder_new(&d, 4, cpu_of(&b), b.be, 2, false);
+    d.cfg.n_tokens = d.m.cfg.n_tokens = 16;
+    const int sizes[3] = { 4, 16, 4 };
+    uint64_t reallocs[3];
+    size_t sim0[3];
+    ggml_backend_sched_t s = sched_new(&b, false);
+    for (int k = 0; k < 3; k++) {
+        struct sm_graph g;
+        cr_assert(sm_graph_build(&g, &d.m, sizes[k]));
+        decoder_run(s, &d, &g, 81 + (uint64_t) k);
+        sm_graph_free(&g);
+        struct ggmlx_sched_stats st;
+        cr_assert(ggmlx_sched_get_stats(s, &st));
+        reallocs[k] = st.n_reallocs;
+        sim0[k] = ggml_backend_sched_get_buffer_size(s, b.be[0]);
+    }
+    cr_assert_gt(reallocs[0], 0, "the first graph allocated compute buffers");
+    cr_assert_gt(reallocs[1], reallocs[0], "16 tokens need more than 4");
+    cr_assert_gt(sim0[1], sim0[0]);
+    cr_assert_eq(reallocs[2], reallocs[1], "4 tokens fit what 16 got");
+    cr_assert_eq(sim0[2], sim0[1], "buffers are kept, not shrunk");
+    ggml_backend_sched_free(s);
+    decoder_free(&d);
+    backends_free(&b);
+}
