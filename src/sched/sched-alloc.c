@@ -37,6 +37,7 @@ void ggmlx_sched_wait_slot(struct ggml_backend_sched * sched, int c) {
     sched->stats.n_host_waits++;
     sched->slot_busy[c]     = false;
     sched->slot_backends[c] = 0;
+    ggmlx_sched_release_staging(sched, c, false);
 }
 
 void ggmlx_sched_sync_all(struct ggml_backend_sched * sched, bool counted) {
@@ -50,6 +51,9 @@ void ggmlx_sched_sync_all(struct ggml_backend_sched * sched, bool counted) {
         ggml_backend_synchronize(sched->backends[b]);
         sched->pending_read[b] = 0;
     }
+    for (int c = 0; c < GGMLX_SCHED_MAX_COPIES; c++) {
+        ggmlx_sched_release_staging(sched, c, false);
+    }
     if (counted && busy) {
         sched->stats.n_host_waits++;
     }
@@ -57,7 +61,23 @@ void ggmlx_sched_sync_all(struct ggml_backend_sched * sched, bool counted) {
 
 /* ---- input slots ---------------------------------------------------------------------------- */
 
+void ggmlx_sched_release_staging(struct ggml_backend_sched * sched, int c, bool all) {
+    struct sched_staging * st = &sched->staging[c];
+    for (int i = 0; i < st->n_retired; i++) {
+        ggml_backend_buffer_free(st->retired[i]);
+    }
+    st->n_retired = 0;
+    if (all) {
+        ggml_backend_buffer_free(st->buffer);
+        free(st->retired);
+        memset(st, 0, sizeof *st);
+    }
+}
+
 void ggmlx_sched_free_slots(struct ggml_backend_sched * sched) {
+    for (int c = 0; c < GGMLX_SCHED_MAX_COPIES; c++) {
+        ggmlx_sched_release_staging(sched, c, true);
+    }
     for (int b = 0; b < GGML_SCHED_MAX_BACKENDS; b++) {
         for (int c = 0; c < GGMLX_SCHED_MAX_COPIES; c++) {
             ggml_backend_buffer_free(sched->slot_bufs[b][c].buffer);

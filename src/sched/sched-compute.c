@@ -18,6 +18,7 @@
  */
 #include "sched-impl.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 /* b waits on its queue for everything queued on a so far */
@@ -67,6 +68,55 @@ static void reads_recorded(struct ggml_backend_sched * sched, int b, uint32_t so
     }
 }
 
+/* ---- staging for copies through the host ----------------------------------------------------- */
+
+/* pinned memory when a device offers it, so the device copies really are asynchronous */
+static ggml_backend_buffer_type_t staging_buft(const struct ggml_backend_sched * sched) {
+    for (int b = 0; b < sched->n_backends; b++) {
+        ggml_backend_buffer_type_t buft = ggml_backend_dev_host_buffer_type(ggml_backend_get_device(sched->backends[b]));
+        if (buft != NULL) {
+            return buft;
+        }
+    }
+    return ggml_backend_cpu_buffer_type();
+}
+
+/*
+ * n bytes of the current slot's staging memory, NULL when none can be had. Outgrown buffers
+ * are kept (queued copies of this compute may still use them) until the slot is idle.
+ */
+static void * staging_take(struct ggml_backend_sched * sched, size_t n) {
+    struct sched_staging * st = &sched->staging[sched->cur_copy];
+    const size_t size = (n + 63) & ~(size_t) 63;
+    const size_t have = st->buffer ? ggml_backend_buffer_get_size(st->buffer) : 0;
+    if (st->used + size > have) {
+        size_t want = have * 2 > st->used + size ? have * 2 : st->used + size;
+        want = want < ((size_t) 1 << 20) ? (size_t) 1 << 20 : want;
+        ggml_backend_buffer_t nb = ggml_backend_buft_alloc_buffer(staging_buft(sched), want);
+        if (nb == NULL) {
+            return NULL;
+        }
+        if (st->buffer != NULL) {
+            if (st->n_retired == st->retired_cap) {
+                const int cap = st->retired_cap ? 2 * st->retired_cap : 4;
+                ggml_backend_buffer_t * r = realloc(st->retired, (size_t) cap * sizeof *r);
+                if (r == NULL) {
+                    ggml_backend_buffer_free(nb);
+                    return NULL;
+                }
+                st->retired     = r;
+                st->retired_cap = cap;
+            }
+            st->retired[st->n_retired++] = st->buffer;
+        }
+        st->buffer = nb;
+        st->used   = 0;
+    }
+    void * p = (char *) ggml_backend_buffer_get_base(st->buffer) + st->used;
+    st->used += size;
+    return p;
+}
+
 /*
  * One input copy a -> b, through a queue when one can make it: the destination's copy
  * (cpy_tensor_async), or the queue on the device side of host memory (set/get_tensor_async).
@@ -76,13 +126,20 @@ static void copy_one(struct ggml_backend_sched * sched, const struct sched_input
     ggml_backend_t a = sched->backends[in->src_backend];
     ggml_backend_t b = sched->backends[in->dst_backend];
     const size_t   n = ggml_nbytes(in->src);
+    const bool  best = sched->copy_mode == SCHED_COPY_BEST;
     sched->stats.bytes_copied += n;
-    if (b->iface.cpy_tensor_async != NULL && b->iface.cpy_tensor_async(a, b, in->src, in->dst)) {
+    if (sched->copy_mode == SCHED_COPY_SYNC) {
+        goto sync;
+    }
+    if (best && b->iface.cpy_tensor_async != NULL && b->iface.cpy_tensor_async(a, b, in->src, in->dst)) {
         sched->stats.n_async_copies++;
         return;
     }
     ggml_backend_buffer_t sbuf = ggmlx_tensor_buffer(in->src);
     ggml_backend_buffer_t dbuf = ggmlx_tensor_buffer(in->dst);
+    if (!best) {
+        goto bounce;
+    }
     if (sbuf != NULL && ggml_backend_buffer_is_host(sbuf) && b->iface.set_tensor_async != NULL) {
         /* b reads the host memory itself, once a's work that writes it is done */
         queue_after(sched, in->dst_backend, in->src_backend);
@@ -96,6 +153,18 @@ static void copy_one(struct ggml_backend_sched * sched, const struct sched_input
         sched->stats.n_async_copies++;
         return;
     }
+bounce:
+    if (a->iface.get_tensor_async != NULL && b->iface.set_tensor_async != NULL) {
+        void * host = staging_take(sched, n);
+        if (host != NULL) {
+            ggml_backend_tensor_get_async(a, in->src, host, 0, n);
+            queue_after(sched, in->dst_backend, in->src_backend);
+            ggml_backend_tensor_set_async(b, in->dst, host, 0, n);
+            sched->stats.n_async_copies++;
+            return;
+        }
+    }
+sync:
     ggml_backend_synchronize(a);
     ggml_backend_synchronize(b);
     ggml_backend_tensor_copy(in->src, in->dst);
@@ -204,6 +273,11 @@ enum ggml_status ggmlx_sched_compute_splits(struct ggml_backend_sched * sched) {
     bool      aborted = false;
     enum ggml_status st = GGML_STATUS_SUCCESS;
 
+    if (sched->slot_busy[c] && sched->staging[c].used > 0) {
+        /* the same graph again without alloc_graph: its staging memory may still be in use */
+        ggmlx_sched_wait_slot(sched, c);
+    }
+    sched->staging[c].used = 0;
     ggmlx_sched_apply_rewrites(sched);
     for (int s = 0; s < sched->n_splits && st == GGML_STATUS_SUCCESS; s++) {
         const struct sched_split * sp = &sched->splits[s];

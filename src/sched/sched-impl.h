@@ -95,6 +95,21 @@ struct sched_slot_buffer {
     size_t                used;
 };
 
+/* Host memory for copies that bounce through the host (neither side can reach the other). */
+struct sched_staging {
+    ggml_backend_buffer_t   buffer;
+    size_t                  used;
+    ggml_backend_buffer_t * retired;   /* outgrown, still read by queued copies until the slot is idle */
+    int                     n_retired, retired_cap;
+};
+
+/* How copies between backends are made; GGMLX_SCHED_COPY=bounce|sync forces a way (tests). */
+enum sched_copy_mode {
+    SCHED_COPY_BEST = 0,
+    SCHED_COPY_BOUNCE,
+    SCHED_COPY_SYNC,
+};
+
 struct sched_trace; /* sched-trace.c */
 
 struct ggml_backend_sched {
@@ -139,6 +154,8 @@ struct ggml_backend_sched {
     int                        n_copies_next;  /* takes effect at the next alloc */
     int                        cur_copy, next_copy;
     struct sched_slot_buffer   slot_bufs[GGML_SCHED_MAX_BACKENDS][GGMLX_SCHED_MAX_COPIES];
+    struct sched_staging       staging[GGMLX_SCHED_MAX_COPIES];
+    enum sched_copy_mode       copy_mode;
     bool                       slot_busy[GGMLX_SCHED_MAX_COPIES]; /* a compute of this slot may be queued */
     uint32_t                   slot_backends[GGMLX_SCHED_MAX_COPIES]; /* backends it used */
 
@@ -192,6 +209,8 @@ bool ggmlx_sched_alloc(struct ggml_backend_sched * sched, struct ggml_cgraph * g
 bool ggmlx_sched_reserve(struct ggml_backend_sched * sched, struct ggml_cgraph * graph, size_t * sizes_only,
                          const char * func);
 void ggmlx_sched_free_slots(struct ggml_backend_sched * sched);
+/* Free staging buffers outgrown by slot c (all = true: every buffer of the slot); the slot must be idle. */
+void ggmlx_sched_release_staging(struct ggml_backend_sched * sched, int c, bool all);
 
 /* ---- sched-compute.c ----------------------------------------------------------------------- */
 

@@ -145,6 +145,11 @@ ggml_backend_sched_t ggml_backend_sched_new(ggml_backend_t * backends, ggml_back
     sched->n_copies_next = sched->n_copies;
     sched->next_copy     = 0;
     sched->is_reset      = true;
+    const char * mode = getenv("GGMLX_SCHED_COPY");
+    sched->copy_mode  = mode == NULL                 ? SCHED_COPY_BEST
+                      : strcmp(mode, "bounce") == 0  ? SCHED_COPY_BOUNCE
+                      : strcmp(mode, "sync") == 0    ? SCHED_COPY_SYNC
+                                                     : SCHED_COPY_BEST;
     const char * dbg = getenv("GGML_SCHED_DEBUG");
     sched->debug = dbg != NULL ? atoi(dbg) : 0;
     make_events(sched);
