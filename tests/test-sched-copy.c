@@ -1,0 +1,137 @@
+/*
+ * test-sched-copy.c -- every way the scheduler copies a split input between backends gives
+ * the same result: through the destination queue (cpy_tensor_async), through host staging
+ * (GGMLX_SCHED_COPY=bounce) and synchronously on the host (GGMLX_SCHED_COPY=sync); the stats
+ * say which way was taken. Criterion forks a process per test, so each sets its own
+ * environment and SIM devices before the registry is first used.
+ */
+#include <criterion/criterion.h>
+
+#include "ggml-backend.h"
+#include "ggml-cpu.h"
+#include "ggmlx-sched.h"
+#include "ggmlx-sim.h"
+#include "ggmlx.h"
+#include "sched-model.h"
+
+static ggml_backend_t           g_backends[4];
+static int                      g_n;
+static ggml_backend_sched_t     g_sched;
+static struct sm_config         g_cfg;
+static struct sm_model          g_model;
+
+static void setup_with(const char * mode) {
+    if (mode != NULL) {
+        setenv("GGMLX_SCHED_COPY", mode, 1);
+    }
+    struct ggmlx_sim_config sc = { .n_devices = 2 };
+    cr_assert(ggmlx_sim_configure(&sc));
+    g_n = 0;
+    for (size_t i = 0; i < ggml_backend_dev_count(); i++) {
+        ggml_backend_dev_t d = ggml_backend_dev_get(i);
+        if (ggml_backend_dev_type(d) == GGML_BACKEND_DEVICE_TYPE_GPU) {
+            g_backends[g_n++] = ggml_backend_dev_init(d, NULL);
+        }
+    }
+    cr_assert_eq(g_n, 2, "two SIM devices expected");
+    g_backends[g_n++] = ggml_backend_cpu_init();
+
+    g_cfg = sm_config_default();
+    cr_assert(sm_model_init(&g_model, &g_cfg));
+    ggml_backend_buffer_type_t bufts[SM_MAX_LAYERS];
+    sm_spread_layers(bufts, g_backends, g_n, g_cfg.n_layer);
+    cr_assert(sm_model_alloc(&g_model, ggml_backend_get_default_buffer_type(g_backends[g_n - 1]), bufts));
+    g_sched = ggml_backend_sched_new(g_backends, NULL, g_n, sm_graph_size(&g_cfg), false, true);
+    cr_assert_not_null(g_sched);
+}
+
+static void teardown(void) {
+    ggml_backend_sched_free(g_sched);
+    sm_model_free(&g_model);
+    for (int i = 0; i < g_n; i++) {
+        ggml_backend_free(g_backends[i]);
+    }
+    unsetenv("GGMLX_SCHED_COPY");
+}
+
+/* three computes of the decoder; each output equals the CPU-only reference */
+static void run_and_check(void) {
+    const size_t n = sm_out_count(&g_cfg, g_cfg.n_tokens);
+    float * got  = malloc(n * sizeof *got);
+    float * want = malloc(n * sizeof *want);
+    for (uint64_t it = 0; it < 3; it++) {
+        struct sm_graph g;
+        cr_assert(sm_graph_build(&g, &g_model, g_cfg.n_tokens));
+        ggml_backend_sched_reset(g_sched);
+        cr_assert(ggml_backend_sched_alloc_graph(g_sched, g.gf), "%s", ggmlx_last_error());
+        cr_assert(sm_graph_set_inputs(&g, &g_cfg, it));
+        cr_assert_eq(ggml_backend_sched_graph_compute(g_sched, g.gf), GGML_STATUS_SUCCESS);
+        ggml_backend_tensor_get(g.out, got, 0, n * sizeof *got);
+        cr_assert(sm_reference(&g_cfg, g_cfg.n_tokens, it, want, NULL));
+        cr_assert_lt(sm_max_rel_err(got, want, n), 1e-4, "iteration %d", (int) it);
+        sm_graph_free(&g);
+    }
+    free(got);
+    free(want);
+}
+
+static struct ggmlx_sched_stats stats(void) {
+    struct ggmlx_sched_stats s;
+    cr_assert(ggmlx_sched_get_stats(g_sched, &s));
+    return s;
+}
+
+static void setup_best(void)   { setup_with(NULL); }
+static void setup_bounce(void) { setup_with("bounce"); }
+static void setup_sync(void)   { setup_with("sync"); }
+
+Test(sched_copy, queued_copies_between_host_queues_need_no_host_copy, .init = setup_best, .fini = teardown) {
+    run_and_check();
+    const struct ggmlx_sched_stats s = stats();
+    cr_assert_gt(s.n_async_copies, 0);
+    cr_assert_eq(s.n_sync_fallbacks, 0);
+    cr_assert_gt(s.bytes_copied, 0);
+}
+
+Test(sched_copy, copies_bounced_through_host_staging_are_right_and_queued, .init = setup_bounce, .fini = teardown) {
+    run_and_check();
+    const struct ggmlx_sched_stats s = stats();
+    cr_assert_gt(s.n_async_copies, 0);
+    cr_assert_eq(s.n_sync_fallbacks, 0);
+}
+
+Test(sched_copy, synchronous_copies_are_right_and_counted, .init = setup_sync, .fini = teardown) {
+    run_and_check();
+    const struct ggmlx_sched_stats s = stats();
+    cr_assert_eq(s.n_async_copies, 0);
+    cr_assert_gt(s.n_sync_fallbacks, 0);
+}
+
+/* the bounce through the host, with computes in flight: staging of one slot is not reused early */
+Test(sched_copy, bounced_copies_stay_right_with_two_computes_in_flight, .init = setup_bounce, .fini = teardown) {
+    cr_assert(ggmlx_sched_set_n_copies(g_sched, 2));
+    const size_t n = sm_out_count(&g_cfg, g_cfg.n_tokens);
+    enum { K = 6 };
+    float * got[K];
+    struct sm_graph g[K];
+    for (int it = 0; it < K; it++) {
+        got[it] = malloc(n * sizeof(float));
+        cr_assert(sm_graph_build(&g[it], &g_model, g_cfg.n_tokens));
+        ggml_backend_sched_reset(g_sched);
+        cr_assert(ggml_backend_sched_alloc_graph(g_sched, g[it].gf));
+        cr_assert(sm_graph_set_inputs(&g[it], &g_cfg, (uint64_t) it));
+        cr_assert_eq(ggml_backend_sched_graph_compute_async(g_sched, g[it].gf), GGML_STATUS_SUCCESS);
+        ggml_backend_t ob = ggml_backend_sched_get_tensor_backend(g_sched, g[it].out);
+        cr_assert_not_null(ob);
+        ggml_backend_tensor_get_async(ob, g[it].out, got[it], 0, n * sizeof(float));
+    }
+    ggml_backend_sched_synchronize(g_sched);
+    float * want = malloc(n * sizeof *want);
+    for (int it = 0; it < K; it++) {
+        cr_assert(sm_reference(&g_cfg, g_cfg.n_tokens, (uint64_t) it, want, NULL));
+        cr_assert_lt(sm_max_rel_err(got[it], want, n), 1e-4, "iteration %d", it);
+        free(got[it]);
+        sm_graph_free(&g[it]);
+    }
+    free(want);
+}
