@@ -7,8 +7,12 @@
  *   mlp      x [64, batch 8] -> 64x128 (F16 weights) + b1 -> GELU -> 128x10 (F32) + b2 -> softmax
  *   decoder  one llama-style transformer block: RMSNorm, Q/K/V projections, RoPE, causal
  *            multi-head attention, output projection, residual, RMSNorm, SwiGLU, residual
+ * and a fourth, on every device at once:
+ *   scheduler  an 8-layer decoder through the backend scheduler, its layers spread over the
+ *              CUDA devices (else the SIM devices, else the CPU), checked against a CPU-only
+ *              run, with tokens per second and a Chrome/Perfetto trace (demo-sched.h)
  *
- * usage: ggml-demo [--seed N] [--threads N] [--json]
+ * usage: ggml-demo [--seed N] [--threads N] [--json] [--trace FILE | --no-trace]
  * Exit status 0 when every check passes, 1 otherwise.
  *
  * Inputs and weights are random but fixed by the seed. Every constructor result is checked: on
@@ -81,6 +85,8 @@ struct demo_result {
     double           ms;                /* the graph computation alone */
     char             device[64];        /* the device that computed it */
     char             error[768];        /* DEMO_ERROR: what failed and ggmlx_last_error() */
+    double           tokens_per_s;      /* the scheduler check; 0 for the others */
+    char             note[512];         /* the scheduler check: splits, waits, trace file */
 };
 
 static const char * demo_status_name(enum demo_status s) {
@@ -543,14 +549,19 @@ done:
     demo_free(&dc);
 }
 
+/* ---- 4. a decoder stack through the scheduler, over every device ------------------------------- */
+
+#include "demo-sched.h"
+
 /* ---- the program ---------------------------------------------------------------------------------- */
 
 #ifndef GGMLX_DEMO_NO_MAIN
 
-#define DEMO_N_CHECKS 3
+#define DEMO_N_CHECKS 4
+#define DEMO_DEFAULT_TRACE "ggml-demo-trace.json"
 
 static void (*const demo_checks[DEMO_N_CHECKS])(const struct demo_options *, struct demo_result *) = {
-    demo_relu, demo_mlp, demo_decoder,
+    demo_relu, demo_mlp, demo_decoder, demo_sched,
 };
 
 static void print_text(const struct demo_result * r) {
@@ -565,6 +576,9 @@ static void print_text(const struct demo_result * r) {
         printf("   (exact)\n");
     } else {
         printf("   (limit %g)\n", r->limit);
+    }
+    if (r->note[0] != '\0') {
+        printf("%-28s on %s: %s\n", "", r->device, r->note);
     }
 }
 
@@ -613,6 +627,14 @@ static void print_json(const struct demo_options * opt, const struct demo_result
         print_json_number(r[i].limit);
         printf(", \"limit_on\": \"%s\", \"ms\": ", r[i].limit_is_relative ? "max_rel_err" : "max_abs_err");
         print_json_number(r[i].ms);
+        printf(", \"device\": ");
+        print_json_string(r[i].device);
+        if (r[i].tokens_per_s > 0.0) {
+            printf(", \"tokens_per_s\": ");
+            print_json_number(r[i].tokens_per_s);
+            printf(", \"note\": ");
+            print_json_string(r[i].note);
+        }
         printf(", \"error\": ");
         if (r[i].status == DEMO_ERROR) {
             print_json_string(r[i].error);
@@ -625,12 +647,16 @@ static void print_json(const struct demo_options * opt, const struct demo_result
 }
 
 static void usage(FILE * f) {
-    fprintf(f, "usage: ggml-demo [--seed N] [--threads N] [--json]\n"
-               "  --seed N     seed of the random inputs and weights (default %d)\n"
-               "  --threads N  CPU threads, 1..%d (default %d)\n"
-               "  --json       print the report as JSON\n"
+    fprintf(f, "usage: ggml-demo [--seed N] [--threads N] [--json] [--trace FILE | --no-trace]\n"
+               "  --seed N      seed of the random inputs and weights (default %d)\n"
+               "  --threads N   CPU threads, 1..%d (default %d)\n"
+               "  --json        print the report as JSON\n"
+               "  --trace FILE  the scheduler check's Chrome/Perfetto trace (default %s;\n"
+               "                GGMLX_SCHED_TRACE, when set, names it instead)\n"
+               "  --no-trace    write no trace\n"
+               "GGMLX_SIM_DEVICES=N runs the scheduler check over N simulated devices when there is no GPU.\n"
                "Exit status 0 when every check passes, 1 otherwise.\n",
-            DEMO_DEFAULT_SEED, GGML_MAX_N_THREADS, DEMO_DEFAULT_THREADS);
+            DEMO_DEFAULT_SEED, GGML_MAX_N_THREADS, DEMO_DEFAULT_THREADS, DEMO_DEFAULT_TRACE);
 }
 
 /* the whole of s as an unsigned number no larger than max */
@@ -649,12 +675,17 @@ static bool parse_uint(const char * s, uint64_t max, uint64_t * out) {
 
 int main(int argc, char ** argv) {
     struct demo_options opt = { DEMO_DEFAULT_SEED, DEMO_DEFAULT_THREADS, 0, NULL, NULL, NULL };
+    demo_sched_trace_path = DEMO_DEFAULT_TRACE;
     bool json = false;
 
     for (int i = 1; i < argc; i++) {
         uint64_t v;
         if (strcmp(argv[i], "--json") == 0) {
             json = true;
+        } else if (strcmp(argv[i], "--trace") == 0 && i + 1 < argc && argv[i + 1][0] != '\0') {
+            demo_sched_trace_path = argv[++i];
+        } else if (strcmp(argv[i], "--no-trace") == 0) {
+            demo_sched_trace_path = NULL;
         } else if (strcmp(argv[i], "--seed") == 0 && i + 1 < argc && parse_uint(argv[i + 1], UINT64_MAX, &v)) {
             opt.seed = v;
             i++;
@@ -667,7 +698,9 @@ int main(int argc, char ** argv) {
             return 0;
         } else {
             fprintf(stderr, "ggml-demo: bad argument '%s'%s\n", argv[i],
-                    strcmp(argv[i], "--seed") == 0 || strcmp(argv[i], "--threads") == 0 ? " (missing or bad value)" : "");
+                    strcmp(argv[i], "--seed") == 0 || strcmp(argv[i], "--threads") == 0 || strcmp(argv[i], "--trace") == 0
+                        ? " (missing or bad value)"
+                        : "");
             usage(stderr);
             return 1;
         }

@@ -1,0 +1,240 @@
+/*
+ * demo-sched.h -- the demo's fourth check: a small llama-like decoder (random weights,
+ * tests/sched-model.h) through the backend scheduler over every device there is: the CUDA
+ * devices when the registry has any, else the SIM devices when GGMLX_SIM_DEVICES is set, and
+ * the CPU last. Its layers are spread over the devices (one WEIGHTS buffer per layer pins the
+ * layer's ops), the embeddings and output layer stay on the CPU.
+ *
+ * The result is compared with a CPU-only run of the same model (plain graph allocator, no
+ * scheduler). Then upstream's loop (reset, alloc_graph, set inputs, compute_async, no
+ * synchronize) runs DEMO_SCHED_RUNS batches with two input copies, which gives tokens per
+ * second, and the last batch is checked too. A Chrome/Perfetto trace of it all goes to
+ * demo_sched_trace_path (ggmlx_sched_set_trace), unless GGMLX_SCHED_TRACE already names a file.
+ *
+ * Included by ggml-demo.c (after its helpers).
+ */
+#ifndef GGMLX_DEMO_SCHED_H
+#define GGMLX_DEMO_SCHED_H
+
+#include "ggml-alloc.h"
+#include "ggmlx-sched.h"
+
+#include "../../tests/sched-model.h"
+
+#define DEMO_SCHED_RUNS 32 /* batches in the timed loop */
+
+/* the trace file (ggml-demo's --trace); NULL: none. A variable rather than a field of
+ * demo_options, whose initializers in tests/test-demo.c list every field. */
+static const char * demo_sched_trace_path = NULL;
+
+static struct sm_config demo_sched_config(uint64_t seed) {
+    struct sm_config c = sm_config_default();
+    c.n_vocab  = 256;
+    c.n_embd   = 128;
+    c.n_head   = 4;
+    c.n_ff     = 256;
+    c.n_layer  = 8;
+    c.n_tokens = 32;
+    c.seed     = seed;
+    return c;
+}
+
+/*
+ * The CUDA devices, else the SIM devices, then the CPU. (The CPU device is looked up by type,
+ * so a GGML_BACKEND_DL build, whose CPU is a loaded module, finds it too.)
+ */
+static int demo_sched_devices(ggml_backend_dev_t * devs) {
+    int n = 0;
+    const char * regs[2] = { "CUDA", "SIM" };
+    for (int r = 0; r < 2 && n == 0; r++) {
+        ggml_backend_reg_t reg = ggml_backend_reg_by_name(regs[r]);
+        for (size_t i = 0; reg != NULL && i < ggml_backend_reg_dev_count(reg) && n < GGML_SCHED_MAX_BACKENDS - 1; i++) {
+            devs[n++] = ggml_backend_reg_dev_get(reg, i);
+        }
+    }
+    ggml_backend_dev_t cpu = ggml_backend_dev_by_type(GGML_BACKEND_DEVICE_TYPE_CPU);
+    if (cpu != NULL) {
+        devs[n++] = cpu;
+    }
+    return n;
+}
+
+/*
+ * The CPU-only reference: the same model and inputs on the CPU backend with a graph allocator.
+ * (sm_reference does the same through ggml_backend_cpu_init, which a GGML_BACKEND_DL build of
+ * the demo cannot link.) false with the error in res.
+ */
+static bool demo_sched_reference(struct demo_result * res, ggml_backend_t cpu, const struct sm_config * cfg,
+                                 uint64_t input_seed, float * want) {
+    struct sm_model m;
+    struct sm_graph g;
+    memset(&g, 0, sizeof g);
+    ggml_gallocr_t ga = NULL;
+    bool ok = sm_model_init(&m, cfg);
+    ok = ok && sm_model_alloc(&m, ggml_backend_cpu_buffer_type(), NULL) && sm_graph_build(&g, &m, cfg->n_tokens);
+    ok = ok && (ga = ggml_gallocr_new(ggml_backend_cpu_buffer_type())) != NULL && ggml_gallocr_alloc_graph(ga, g.gf) &&
+         sm_graph_set_inputs(&g, cfg, input_seed);
+    enum ggml_status st = ok ? ggml_backend_graph_compute(cpu, g.gf) : GGML_STATUS_FAILED;
+    if (st == GGML_STATUS_SUCCESS) {
+        ggml_backend_tensor_get(g.out, want, 0, ggml_nbytes(g.out));
+    } else {
+        demo_error(res, "the CPU-only reference run", st);
+    }
+    if (ga != NULL) {
+        ggml_gallocr_free(ga);
+    }
+    sm_graph_free(&g);
+    sm_model_free(&m);
+    return st == GGML_STATUS_SUCCESS;
+}
+
+/* compares got with want into res (max |error|, and relative to the largest |want|) */
+static void demo_sched_compare(struct demo_result * res, const float * got, const float * want, size_t n) {
+    double err = 0.0, big = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        const double e = fabs((double) got[i] - (double) want[i]);
+        err = isnan(e) || e > err ? e : err;
+        big = fabs((double) want[i]) > big ? fabs((double) want[i]) : big;
+    }
+    const double rel = big > 0.0 ? err / big : err;
+    res->max_abs_err = isnan(err) || err > res->max_abs_err ? err : res->max_abs_err;
+    res->max_rel_err = isnan(rel) || rel > res->max_rel_err ? rel : res->max_rel_err;
+    if (!(res->max_rel_err <= res->limit) && res->status == DEMO_PASSED) {
+        res->status = DEMO_FAILED;
+    }
+}
+
+void demo_sched(const struct demo_options * opt, struct demo_result * res) {
+    demo_begin(res, "scheduler", "decoder via the scheduler", 1e-3, true);
+    const struct sm_config cfg = demo_sched_config(opt->seed);
+    const size_t n_out = sm_out_count(&cfg, cfg.n_tokens);
+
+    ggml_backend_dev_t devs[GGML_SCHED_MAX_BACKENDS];
+    ggml_backend_t backends[GGML_SCHED_MAX_BACKENDS] = { NULL };
+    const int n = demo_sched_devices(devs);
+    if (n == 0) {
+        snprintf(res->error, sizeof res->error, "no CPU device in the registry");
+        res->status = DEMO_ERROR;
+        return;
+    }
+    size_t len = 0;
+    for (int i = 0; i < n; i++) {
+        backends[i] = TRY(ggml_backend_dev_init(devs[i], NULL));
+        if (backends[i] == NULL) {
+            goto out_backends;
+        }
+        len += (size_t) snprintf(res->device + len, len < sizeof res->device ? sizeof res->device - len : 0, "%s%s",
+                                 i ? "+" : "", ggml_backend_dev_name(devs[i]));
+        len = len < sizeof res->device ? len : sizeof res->device;
+    }
+    ggml_backend_t cpu = backends[n - 1];
+    demo_set_threads(cpu, opt->n_threads);
+
+    /* layers over the devices in front of the CPU (the CPU alone when there are none) */
+    const int n_dev = n > 1 ? n - 1 : 1;
+    ggml_backend_buffer_type_t layer_bufts[SM_MAX_LAYERS];
+    sm_spread_layers(layer_bufts, backends, n_dev, cfg.n_layer);
+
+    float * want = malloc(sizeof(float) * n_out), * want_last = malloc(sizeof(float) * n_out),
+          * got  = malloc(sizeof(float) * n_out);
+    if (want == NULL || want_last == NULL || got == NULL) {
+        snprintf(res->error, sizeof res->error, "out of memory for the results");
+        res->status = DEMO_ERROR;
+        goto out_buffers;
+    }
+    if (!demo_sched_reference(res, cpu, &cfg, 0, want) ||
+        !demo_sched_reference(res, cpu, &cfg, DEMO_SCHED_RUNS - 1, want_last)) {
+        goto out_buffers;
+    }
+
+    struct sm_model m;
+    struct sm_graph g;
+    memset(&g, 0, sizeof g);
+    if (!sm_model_init(&m, &cfg) || !sm_model_alloc(&m, ggml_backend_cpu_buffer_type(), layer_bufts) ||
+        !sm_graph_build(&g, &m, cfg.n_tokens)) {
+        demo_error(res, "building the decoder (tests/sched-model.h)", GGML_STATUS_ALLOC_FAILED);
+        goto out_model;
+    }
+    /* parallel: two copies of the inputs, so one batch is set up while the last one computes */
+    ggml_backend_sched_t sched = TRY(ggml_backend_sched_new(backends, NULL, n, 2 * sm_graph_size(&cfg), true, true));
+    if (sched == NULL) {
+        goto out_model;
+    }
+    const char * env_trace = getenv("GGMLX_SCHED_TRACE");
+    /* with GGMLX_SCHED_TRACE set, the scheduler traces on its own from its creation */
+    const bool own_trace = (env_trace == NULL || env_trace[0] == '\0') && demo_sched_trace_path != NULL;
+    const char * trace = own_trace ? demo_sched_trace_path : env_trace;
+    if (own_trace && !ggmlx_sched_set_trace(sched, trace)) {
+        demo_error(res, "ggmlx_sched_set_trace", GGML_STATUS_FAILED);
+        goto out_sched;
+    }
+
+    /* one batch, checked */
+    ggml_backend_sched_reset(sched);
+    if (!ggml_backend_sched_alloc_graph(sched, g.gf)) {
+        demo_error(res, "ggml_backend_sched_alloc_graph", GGML_STATUS_ALLOC_FAILED);
+        goto out_sched;
+    }
+    sm_graph_set_inputs(&g, &cfg, 0);
+    enum ggml_status st = ggml_backend_sched_graph_compute(sched, g.gf);
+    if (st != GGML_STATUS_SUCCESS) {
+        demo_error(res, "ggml_backend_sched_graph_compute", st);
+        goto out_sched;
+    }
+    ggml_backend_tensor_get(g.out, got, 0, ggml_nbytes(g.out));
+    demo_sched_compare(res, got, want, n_out);
+    const int n_splits = ggml_backend_sched_get_n_splits(sched);
+
+    /* upstream's loop, no synchronize until the end: batches overlap across devices */
+    ggmlx_sched_reset_stats(sched);
+    const int64_t t0 = ggml_time_us();
+    for (int k = 0; k < DEMO_SCHED_RUNS; k++) {
+        ggml_backend_sched_reset(sched);
+        if (!ggml_backend_sched_alloc_graph(sched, g.gf)) {
+            demo_error(res, "ggml_backend_sched_alloc_graph (loop)", GGML_STATUS_ALLOC_FAILED);
+            goto out_sched;
+        }
+        sm_graph_set_inputs(&g, &cfg, (uint64_t) k);
+        st = ggml_backend_sched_graph_compute_async(sched, g.gf);
+        if (st != GGML_STATUS_SUCCESS) {
+            demo_error(res, "ggml_backend_sched_graph_compute_async", st);
+            goto out_sched;
+        }
+    }
+    ggml_backend_sched_synchronize(sched);
+    const double sec = (double) (ggml_time_us() - t0) / 1e6;
+    res->ms = 1000.0 * sec / DEMO_SCHED_RUNS;
+    res->tokens_per_s = sec > 0.0 ? (double) DEMO_SCHED_RUNS * cfg.n_tokens / sec : 0.0;
+    ggml_backend_tensor_get(g.out, got, 0, ggml_nbytes(g.out));
+    demo_sched_compare(res, got, want_last, n_out);
+
+    struct ggmlx_sched_stats stats;
+    ggmlx_sched_get_stats(sched, &stats);
+    snprintf(res->note, sizeof res->note,
+             "%d layers over %d device%s, %d split%s, %.0f tokens/s (%d batches of %d, 2 input copies); "
+             "%llu host waits, %llu synchronous copies; trace: %s",
+             cfg.n_layer, n_dev, n_dev == 1 ? "" : "s", n_splits, n_splits == 1 ? "" : "s", res->tokens_per_s,
+             DEMO_SCHED_RUNS, cfg.n_tokens,
+             (unsigned long long) stats.n_host_waits, (unsigned long long) stats.n_sync_fallbacks,
+             trace ? trace : "none");
+    if (own_trace && !ggmlx_sched_set_trace(sched, NULL)) {
+        demo_error(res, "writing the trace", GGML_STATUS_FAILED);
+    }
+out_sched:
+    ggml_backend_sched_free(sched);
+out_model:
+    sm_graph_free(&g);
+    sm_model_free(&m);
+out_buffers:
+    free(want);
+    free(want_last);
+    free(got);
+out_backends:
+    for (int i = 0; i < n; i++) {
+        if (backends[i] != NULL) {
+            ggml_backend_free(backends[i]);
+        }
+    }
+}
+
+#endif /* GGMLX_DEMO_SCHED_H */
