@@ -4,8 +4,11 @@
  * counters, over SIM devices and the CPU.
  */
 #include <criterion/criterion.h>
+#include <criterion/parameterized.h>
 
 #include "sched-fixture.h"
+
+#include <stdlib.h>
 
 TestSuite(sched_eval, .init = four_sims, .timeout = 60);
 
@@ -218,7 +221,23 @@ Test(sched_eval, parallel_keeps_two_copies) {
     backends_free(&b);
 }
 
-Test(sched_eval, steady_state_copies_are_queued_with_no_host_wait) {
+/* GGMLX_SCHED_COPY (read by sched_new) forces one way of copying: every way gives the same values */
+static const char * const copy_modes[] = { "best", "bounce", "sync" };
+
+/* indices, not strings: a parameter crosses into the test's process by value */
+ParameterizedTestParameters(sched_eval, steady_state_copies_by_each_way_with_no_host_wait) {
+    static int modes[] = { 0, 1, 2 };
+    return cr_make_param_array(int, modes, 3);
+}
+
+ParameterizedTest(int * imode, sched_eval, steady_state_copies_by_each_way_with_no_host_wait) {
+    const char * const * mode = &copy_modes[*imode];
+    const bool sync = *imode == 2;
+    if (*imode == 0) {
+        unsetenv("GGMLX_SCHED_COPY");
+    } else {
+        setenv("GGMLX_SCHED_COPY", *mode, 1);
+    }
     struct backends b = backends_new(2);
     struct decoder d;
     decoder_new(&d, 4, cpu_of(&b), b.be, 2, false);
@@ -236,9 +255,15 @@ Test(sched_eval, steady_state_copies_are_queued_with_no_host_wait) {
     cr_assert(ggmlx_sched_get_stats(s, &st));
     cr_assert_eq(st.n_computes, 3);
     cr_assert_eq(st.n_splits, 3 * (uint64_t) ggml_backend_sched_get_n_splits(s));
-    cr_assert_eq(st.n_sync_fallbacks, 0, "SIM devices and the CPU copy through queues");
-    cr_assert_eq(st.n_host_waits, 0, "nothing was pending at any alloc (synchronized before)");
-    cr_assert_geq(st.n_async_copies, 3 * 3, "at least SIM0 -> SIM1, SIM1 -> CPU and the embeddings per compute");
+    /* per compute at least: embeddings CPU -> SIM0, SIM0 -> SIM1, SIM1 -> CPU */
+    if (sync) {
+        cr_assert_geq(st.n_sync_fallbacks, 3 * 3, "forced: every copy on the host");
+        cr_assert_eq(st.n_async_copies, 0);
+    } else {
+        cr_assert_eq(st.n_sync_fallbacks, 0, "%s: SIM devices and the CPU copy through queues", *mode);
+        cr_assert_eq(st.n_host_waits, 0, "%s: nothing was pending at any alloc (synchronized before)", *mode);
+        cr_assert_geq(st.n_async_copies, 3 * 3);
+    }
     cr_assert_gt(st.bytes_copied, 0);
     ggmlx_sched_reset_stats(s);
     cr_assert(ggmlx_sched_get_stats(s, &st));
