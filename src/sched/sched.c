@@ -118,6 +118,29 @@ static void make_events(struct ggml_backend_sched * sched) {
     }
 }
 
+/*
+ * A CPU backend next to a device with pinned host memory (a GPU) computes in that memory, so
+ * copies between the two are true asynchronous DMA rather than staged by the driver.
+ */
+static ggml_backend_buffer_type_t default_buft(ggml_backend_t * backends, int n, int i) {
+    ggml_backend_buffer_type_t own = ggml_backend_get_default_buffer_type(backends[i]);
+    ggml_backend_dev_t dev = ggml_backend_get_device(backends[i]);
+    if (dev == NULL || ggml_backend_dev_type(dev) != GGML_BACKEND_DEVICE_TYPE_CPU) {
+        return own;
+    }
+    for (int j = 0; j < n; j++) {
+        ggml_backend_dev_t other = ggml_backend_get_device(backends[j]);
+        if (j == i || other == NULL || ggml_backend_dev_type(other) == GGML_BACKEND_DEVICE_TYPE_CPU) {
+            continue;
+        }
+        ggml_backend_buffer_type_t pinned = ggml_backend_dev_host_buffer_type(other);
+        if (pinned != NULL && ggml_backend_supports_buft(backends[i], pinned)) {
+            return pinned;
+        }
+    }
+    return own;
+}
+
 ggml_backend_sched_t ggml_backend_sched_new(ggml_backend_t * backends, ggml_backend_buffer_type_t * bufts, int n_backends,
                                             size_t graph_size, bool parallel, bool op_offload) {
     if (!check_backends(backends, bufts, n_backends)) {
@@ -131,7 +154,7 @@ ggml_backend_sched_t ggml_backend_sched_new(ggml_backend_t * backends, ggml_back
     sched->n_backends = n_backends;
     for (int i = 0; i < n_backends; i++) {
         sched->backends[i] = backends[i];
-        sched->bufts[i]    = bufts != NULL && bufts[i] != NULL ? bufts[i] : ggml_backend_get_default_buffer_type(backends[i]);
+        sched->bufts[i]    = bufts != NULL && bufts[i] != NULL ? bufts[i] : default_buft(backends, n_backends, i);
     }
     sched->galloc = ggml_gallocr_new_n(sched->bufts, n_backends);
     if (sched->galloc == NULL) {
