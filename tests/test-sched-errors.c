@@ -342,3 +342,85 @@ Test(sched_errors, stats_into_null) {
     ASSERT_ERROR();
     env_free(&e);
 }
+
+Test(sched_errors, a_failed_graph_is_refused) {
+    struct env e = env_new();
+    struct ggml_init_params p = { 8 * ggml_tensor_overhead() + ggml_graph_overhead(), NULL, true };
+    struct ggml_context * ctx = ggml_init(p);
+    struct ggml_tensor * a = ggml_new_tensor_1d(ctx, GGML_TYPE_F32, 4);
+    struct ggml_tensor * bad = ggml_new_tensor_1d(ctx, GGML_TYPE_F32, 5);
+    struct ggml_cgraph * gf = ggml_new_graph(ctx);
+    ggml_build_forward_expand(gf, ggml_scale(ctx, a, 2.0f));
+    struct ggml_tensor * sum = ggml_add(ctx, a, bad); /* shapes do not broadcast: NULL */
+    cr_assert_null(sum);
+    ggml_build_forward_expand(gf, sum);
+    cr_assert(ggmlx_graph_is_failed(gf), "precondition: the graph is marked failed");
+    ggmlx_clear_last_error();
+    g_n_errors = 0;
+    cr_assert_not(ggml_backend_sched_alloc_graph(e.s, gf));
+    ASSERT_ERROR();
+    ggml_backend_sched_reset(e.s);
+    cr_assert_eq(ggml_backend_sched_graph_compute(e.s, gf), GGML_STATUS_FAILED);
+    ASSERT_ERROR();
+    cr_assert_not(ggml_backend_sched_reserve(e.s, gf));
+    ASSERT_ERROR();
+    assert_works(e.s, &e.t);
+    ggml_free(ctx);
+    env_free(&e);
+}
+
+/* upstream computes the second graph in the first one's memory; here it is an error */
+Test(sched_errors, another_graph_while_one_is_allocated) {
+    struct env e = env_new();
+    struct tiny other = tiny_new();
+    ggml_backend_sched_reset(e.s);
+    cr_assert(ggml_backend_sched_alloc_graph(e.s, e.t.gf));
+    cr_assert(ggml_backend_sched_alloc_graph(e.s, e.t.gf), "the same graph again is fine");
+    ASSERT_NO_ERROR();
+    cr_assert_not(ggml_backend_sched_alloc_graph(e.s, other.gf));
+    ASSERT_ERROR();
+    cr_assert_neq(ggml_backend_sched_graph_compute(e.s, other.gf), GGML_STATUS_SUCCESS);
+    ASSERT_ERROR();
+    assert_works(e.s, &other);
+    assert_works(e.s, &e.t);
+    ggml_free(other.ctx);
+    env_free(&e);
+}
+
+/*
+ * A graph edited after it was built: a node's source swapped for a tensor in host memory that
+ * the graph does not list. Unless the scheduler looks at sources outside the graph, the node
+ * falls back to SIM0 (first in priority), which cannot read host memory, and the split is refused
+ * when enqueued: that failure must come back with its message. Either way no wrong values, and
+ * the scheduler works after.
+ */
+Test(sched_errors, a_split_refused_at_enqueue_fails_with_a_message) {
+    struct env e = env_new();
+    struct tiny t = tiny_new();
+    struct ggml_init_params p = { 2 * ggml_tensor_overhead(), NULL, true };
+    struct ggml_context * uctx = ggml_init(p);
+    struct ggml_tensor * ux = ggml_dup_tensor(uctx, t.x);
+    ggml_backend_buffer_t ubuf = ggml_backend_alloc_ctx_tensors(uctx, e.be[1]);
+    cr_assert_not_null(ubuf);
+    const float xv[4] = { 1, 2, 3, 4 };
+    ggml_backend_tensor_set(ux, xv, 0, sizeof xv);
+    t.y->src[0] = ux; /* the graph still lists t.x as its leaf */
+    ggml_backend_sched_reset(e.s);
+    ggmlx_clear_last_error();
+    g_n_errors = 0;
+    const enum ggml_status st = ggml_backend_sched_graph_compute(e.s, t.gf);
+    if (st != GGML_STATUS_SUCCESS) {
+        ASSERT_ERROR();
+    } else {
+        float y[4];
+        ggml_backend_tensor_get(t.y, y, 0, sizeof y);
+        for (int i = 0; i < 4; i++) {
+            cr_assert_float_eq(y[i], 2 * xv[i], 1e-6);
+        }
+    }
+    assert_works(e.s, &e.t);
+    ggml_backend_buffer_free(ubuf);
+    ggml_free(uctx);
+    ggml_free(t.ctx);
+    env_free(&e);
+}

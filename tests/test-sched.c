@@ -582,3 +582,35 @@ Test(sched, outputs_on_several_devices_are_all_read_back) {
     chain_free(&c);
     backends_free(&b);
 }
+
+/* with nothing for the user to write, compute may allocate by itself (as upstream) */
+Test(sched, compute_allocates_a_graph_that_was_not_allocated) {
+    struct backends b = backends_new(2);
+    struct pin_graph p;
+    pin_graph_new(&p);
+    struct ggml_context * uctx = sm_ctx_new(2, 0);
+    struct ggml_tensor * ua = ggml_dup_tensor(uctx, p.a), * ub = ggml_dup_tensor(uctx, p.bb);
+    ggml_backend_buffer_t ubuf = ggml_backend_alloc_ctx_tensors(uctx, b.be[1]);
+    cr_assert_not_null(ubuf);
+    p.c->src[0] = ua; /* the user's operands on SIM1: the scheduler allocates nothing to fill */
+    p.c->src[1] = ub;
+    p.a  = ua;
+    p.bb = ub;
+    p.gf = ggml_new_graph_custom(p.ctx, 16, false); /* without the old inputs as leafs */
+    ggml_build_forward_expand(p.gf, p.out);
+    cr_assert(sm_fill(ua, 3, 1, 0, 0.0f, 1.0f));
+    cr_assert(sm_fill(ub, 3, 2, 0, 0.0f, 1.0f));
+    ggml_backend_sched_t s = sched_new(&b, false);
+    for (int k = 0; k < 2; k++) {
+        const enum ggml_status st = ggml_backend_sched_graph_compute(s, p.gf);
+        cr_assert_eq(st, GGML_STATUS_SUCCESS, "compute %d: status %d: %s", k, st, ggmlx_last_error() ? ggmlx_last_error() : "");
+        cr_assert_eq(ggml_backend_sched_get_tensor_backend(s, p.c), b.be[1], "the operands' device");
+        pin_graph_check(&p);
+        ggml_backend_sched_reset(s);
+    }
+    ggml_backend_sched_free(s);
+    ggml_backend_buffer_free(ubuf);
+    ggml_free(uctx);
+    ggml_free(p.ctx);
+    backends_free(&b);
+}
