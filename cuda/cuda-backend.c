@@ -8,6 +8,7 @@
  * clear can undo: the context is gone.
  */
 #include "cuda-impl.h"
+#include "cuda-marks.h"
 #include "cuda-ops.h"
 
 #include <cublas_v2.h>
@@ -26,6 +27,7 @@ struct cuda_backend {
     cudaEvent_t                copy_event;   /* orders copies to other backends (made when needed) */
     enum ggml_status           status;       /* first error of enqueued work */
     char                       status_msg[320];
+    struct ggmlx_cuda_marks    marks;        /* time stamps resolved at the next synchronize */
 };
 
 static ggml_guid_t cuda_guid(void) {
@@ -234,10 +236,24 @@ static void cuda_synchronize(ggml_backend_t backend) {
     struct cuda_backend * ctx = backend->context;
     if (!ggmlx_cuda_set_device(ctx->d, func)) {
         fail(ctx, GGML_STATUS_FAILED);
+        ggmlx_cuda_marks_resolve(&ctx->marks, ctx->d, ctx->stream, false, func);
         return;
     }
     /* an error here is one of enqueued work (a kernel fault shows up only now) */
-    enqueued(ctx, cudaStreamSynchronize(ctx->stream), func, "cudaStreamSynchronize");
+    const bool ok = enqueued(ctx, cudaStreamSynchronize(ctx->stream), func, "cudaStreamSynchronize");
+    ggmlx_cuda_marks_resolve(&ctx->marks, ctx->d, ctx->stream, ok, func);
+}
+
+/* timed on the GPU; the time is written at the next synchronize (cuda-marks.h) */
+static void cuda_queue_mark(ggml_backend_t backend, uint64_t * ns) {
+    static const char * func = "ggmlx_backend_queue_mark";
+    struct cuda_backend * ctx = backend->context;
+    /* not ready(): a sticky status must not stop a trace's spans from closing */
+    if (!ggmlx_cuda_alive(ctx->d, func) || !ggmlx_cuda_set_device(ctx->d, func)) {
+        *ns = ggmlx_time_ns();
+        return;
+    }
+    ggmlx_cuda_marks_add(&ctx->marks, ctx->d, ctx->stream, ns, func);
 }
 
 /* ---- queued copies between host memory and tensors ----------------------------------------- */
@@ -415,6 +431,7 @@ static void destroy(struct cuda_backend * ctx, const char * func) {
             ggmlx_log(GGML_LOG_LEVEL_WARN, "%s: %s: cublasDestroy: cuBLAS status %d\n", func, d->name, (int) cs);
         }
     }
+    ggmlx_cuda_marks_free(&ctx->marks, d, live, func);
     if (live) {
         if (ctx->scratch != NULL) {
             ggmlx_cuda_check(d, cudaFree(ctx->scratch), func, "cudaFree");
@@ -458,6 +475,7 @@ static const struct ggml_backend_i cuda_backend_iface = {
     .clear_status        = cuda_clear_status,
     .queue_hold          = NULL, /* a stream cannot be held from the host */
     .queue_pending       = NULL,
+    .queue_mark          = cuda_queue_mark,
 };
 
 static bool cublas_ok(struct ggmlx_cuda_device * d, cublasStatus_t st, const char * func, const char * what) {

@@ -541,6 +541,21 @@ static size_t hb_queue_pending(ggml_backend_t backend) {
     return ggmlx_queue_pending(hb->queue);
 }
 
+/* ---- time stamps (scheduler traces) -------------------------------------------------------- */
+
+static enum ggml_status run_mark(void * arg) {
+    *(uint64_t *) arg = ggmlx_time_ns();
+    return GGML_STATUS_SUCCESS;
+}
+
+static void hb_queue_mark(ggml_backend_t backend, uint64_t * ns) {
+    struct ggmlx_host_backend * hb = backend->context;
+    /* always_run: a span must close even after queued work failed, or its time would be garbage */
+    if (hb->queue == NULL || !push(hb, run_mark, NULL, ns, true)) {
+        *ns = ggmlx_time_ns(); /* sync mode: everything before it has run already */
+    }
+}
+
 /* ---- settings (queued) --------------------------------------------------------------------- */
 
 struct settings_job {
@@ -621,6 +636,7 @@ static const struct ggml_backend_i host_backend_iface = {
     .clear_status        = hb_clear_status,
     .queue_hold          = hb_queue_hold,
     .queue_pending       = hb_queue_pending,
+    .queue_mark          = hb_queue_mark,
 };
 
 ggml_backend_t ggmlx_host_backend_new(const struct ggmlx_host_backend_params * params) {
