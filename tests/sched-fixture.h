@@ -25,10 +25,12 @@
 
 #define TOL 1e-4
 
+/* GGMLX_SIM_CHAOS, when set, is passed on: results must not depend on queue timing */
 static inline void configure(int n_devices, size_t memory, const enum ggml_op * refused, int n_refused) {
+    const char * chaos = getenv("GGMLX_SIM_CHAOS");
     const struct ggmlx_sim_config cfg = {
         .n_devices = n_devices, .memory_limit = memory, .n_threads = 1,
-        .refused_ops = refused, .n_refused_ops = n_refused, .chaos_seed = 0,
+        .refused_ops = refused, .n_refused_ops = n_refused, .chaos_seed = chaos ? strtoull(chaos, NULL, 10) : 0,
     };
     cr_assert(ggmlx_sim_configure(&cfg), "ggmlx_sim_configure: %s", ggmlx_last_error() ? ggmlx_last_error() : "");
     ggml_log_set(count_log, NULL);
