@@ -1,7 +1,7 @@
 /*
  * test-sched-eval.c -- the scheduler's eval callback (every node observed with the values of a
- * CPU-only run; false stops the whole compute), its buffers (types, sizes, input copies) and its
- * counters, over SIM devices and the CPU.
+ * CPU-only run; false stops the whole compute), its buffers (types, sizes, input slots per copy)
+ * and its counters, over SIM devices and the CPU.
  */
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
@@ -321,5 +321,65 @@ Test(sched_eval, a_larger_graph_reallocates_and_a_smaller_one_after_does_not) {
     cr_assert_eq(sim0[2], sim0[1], "buffers are kept, not shrunk");
     ggml_backend_sched_free(s);
     decoder_free(&d);
+    backends_free(&b);
+}
+
+Test(sched_eval, parallel_two_slots_alternate_with_right_values) {
+    struct backends b = backends_new(2);
+    struct decoder d;
+    decoder_new(&d, 4, cpu_of(&b), b.be, 2, false);
+    ggml_backend_sched_t s = sched_new(&b, true);
+    for (uint64_t seed = 90; seed < 95; seed++) {
+        decoder_run(s, &d, &d.g, seed);
+    }
+    cr_assert_eq(ggml_backend_sched_get_n_copies(s), 2);
+    struct ggmlx_sched_stats st;
+    cr_assert(ggmlx_sched_get_stats(s, &st));
+    cr_assert_gt(st.input_slot_bytes[2][0], 0);
+    cr_assert_eq(st.input_slot_bytes[2][1], st.input_slot_bytes[2][0], "both slots hold the same inputs");
+    cr_assert_eq(st.input_slot_bytes[2][2], 0);
+    ggml_backend_sched_free(s);
+    decoder_free(&d);
+    backends_free(&b);
+}
+
+/* an input the user allocated on a device is used where it is: no input slot, values right */
+Test(sched_eval, an_input_the_user_allocated_on_a_device_takes_no_slot) {
+    struct backends b = backends_new(2);
+    const ggml_backend_buffer_type_t bufts[2] = { ggml_backend_get_default_buffer_type(b.be[1]),
+                                                  ggml_backend_get_default_buffer_type(b.be[0]) };
+    struct chain c;
+    chain_new(&c, 2, bufts, 8);
+    struct ggml_context * xctx = sm_ctx_new(1, 0);
+    struct ggml_tensor * x = ggml_dup_tensor(xctx, c.x);
+    ggml_set_input(x);
+    ggml_backend_buffer_t xbuf = ggml_backend_alloc_ctx_tensors(xctx, b.be[0]);
+    cr_assert_not_null(xbuf);
+    c.y[0]->src[1] = x; /* the chain now reads the user's tensor on SIM0 instead of c.x */
+    struct ggml_tensor * keep = c.x;
+    c.x = x;
+    chain_set_input(&c, 13);
+    c.gf = ggml_new_graph_custom(c.ctx, 64, false);
+    ggml_build_forward_expand(c.gf, c.y[1]);
+    ggml_backend_sched_t s = sched_new(&b, true);
+    cr_assert(ggml_backend_sched_alloc_graph(s, c.gf), "%s", ggmlx_last_error() ? ggmlx_last_error() : "");
+    cr_assert_eq(ggml_backend_sched_graph_compute(s, c.gf), GGML_STATUS_SUCCESS);
+    cr_assert_eq(ggml_backend_sched_get_tensor_backend(s, c.y[0]), b.be[1]);
+    cr_assert_eq(ggml_backend_sched_get_tensor_backend(s, c.y[1]), b.be[0]);
+    struct ggmlx_sched_stats st;
+    cr_assert(ggmlx_sched_get_stats(s, &st));
+    for (int i = 0; i < b.n; i++) {
+        for (int k = 0; k < GGMLX_SCHED_MAX_COPIES; k++) {
+            cr_assert_eq(st.input_slot_bytes[i][k], 0, "%s slot %d: %zu bytes", bname(b.be[i]), k, st.input_slot_bytes[i][k]);
+        }
+    }
+    float * want = chain_reference(2, 8, 13);
+    assert_close(c.y[1], want, "chain from a user-allocated input");
+    free(want);
+    c.x = keep;
+    ggml_backend_sched_free(s);
+    ggml_backend_buffer_free(xbuf);
+    ggml_free(xctx);
+    chain_free(&c);
     backends_free(&b);
 }

@@ -94,17 +94,48 @@ Test(sched, refused_softmax_runs_on_the_cpu_in_a_split_of_its_own, .init = sims_
     backends_free(&b);
 }
 
-Test(sched, inputs_on_the_cpu_outputs_read_back_from_a_sim) {
+/* output weights on SIM3: the logits are computed there and stay in its private memory */
+static void outputs_on_sim3(bool embd_input) {
     struct backends b = backends_new(4);
     struct decoder d;
-    /* output weights on SIM3: the logits are computed there and stay in its private memory */
-    decoder_new(&d, 4, b.be[3], b.be, 4, true);
+    decoder_new(&d, 4, b.be[3], b.be, 4, embd_input);
     ggml_backend_sched_t s = sched_new(&b, false);
     decoder_run(s, &d, &d.g, 3);
     cr_assert_eq(ggml_backend_sched_get_tensor_backend(s, d.g.inp), cpu_of(&b));
     cr_assert(ggml_backend_buffer_is_host(d.g.inp->buffer), "the input is in host memory");
+    if (!embd_input) {
+        cr_assert_eq(backend_of(s, &d.g, "embd"), b.be[3], "the lookup runs where the table is");
+    }
     cr_assert_eq(ggml_backend_sched_get_tensor_backend(s, d.g.out), b.be[3]);
     cr_assert_not(ggml_backend_buffer_is_host(d.g.out->buffer), "the logits are in SIM3's memory");
+    ggml_backend_sched_free(s);
+    decoder_free(&d);
+    backends_free(&b);
+}
+
+Test(sched, embeddings_in_from_the_cpu_logits_out_from_a_sim) { outputs_on_sim3(true); }
+Test(sched, token_ids_in_from_the_cpu_lookup_and_logits_on_a_sim) { outputs_on_sim3(false); }
+
+Test(sched, a_deeper_wider_decoder_over_four_sims_equals_cpu) {
+    struct backends b = backends_new(4);
+    struct decoder d;
+    d.cfg = sm_config_default();
+    d.cfg.n_layer = 12;
+    d.cfg.n_embd = 64;
+    d.cfg.n_head = 8;
+    d.cfg.n_ff = 160;
+    d.cfg.n_tokens = 24;
+    d.cfg.n_vocab = 100;
+    cr_assert(sm_model_init(&d.m, &d.cfg));
+    ggml_backend_buffer_type_t bufts[SM_MAX_LAYERS];
+    sm_spread_layers(bufts, b.be, 4, d.cfg.n_layer);
+    cr_assert(sm_model_alloc(&d.m, ggml_backend_cpu_buffer_type(), bufts));
+    cr_assert(sm_graph_build(&d.g, &d.m, d.cfg.n_tokens));
+    ggml_backend_sched_t s = sched_new(&b, true);
+    for (uint64_t seed = 15; seed < 17; seed++) {
+        decoder_run(s, &d, &d.g, seed);
+    }
+    cr_assert_eq(ggml_backend_sched_get_n_splits(s), 4 + 2);
     ggml_backend_sched_free(s);
     decoder_free(&d);
     backends_free(&b);
@@ -495,66 +526,6 @@ Test(sched, split_graph_places_nodes_without_allocating) {
     decoder_run(s, &d, &d.g, 12);
     ggml_backend_sched_free(s);
     decoder_free(&d);
-    backends_free(&b);
-}
-
-Test(sched, parallel_two_slots_alternate_with_right_values) {
-    struct backends b = backends_new(2);
-    struct decoder d;
-    decoder_new(&d, 4, cpu_of(&b), b.be, 2, false);
-    ggml_backend_sched_t s = sched_new(&b, true);
-    for (uint64_t seed = 90; seed < 95; seed++) {
-        decoder_run(s, &d, &d.g, seed);
-    }
-    cr_assert_eq(ggml_backend_sched_get_n_copies(s), 2);
-    struct ggmlx_sched_stats st;
-    cr_assert(ggmlx_sched_get_stats(s, &st));
-    cr_assert_gt(st.input_slot_bytes[2][0], 0);
-    cr_assert_eq(st.input_slot_bytes[2][1], st.input_slot_bytes[2][0], "both slots hold the same inputs");
-    cr_assert_eq(st.input_slot_bytes[2][2], 0);
-    ggml_backend_sched_free(s);
-    decoder_free(&d);
-    backends_free(&b);
-}
-
-/* an input the user allocated on a device is used where it is: no input slot, values right */
-Test(sched, an_input_the_user_allocated_on_a_device_takes_no_slot) {
-    struct backends b = backends_new(2);
-    const ggml_backend_buffer_type_t bufts[2] = { ggml_backend_get_default_buffer_type(b.be[1]),
-                                                  ggml_backend_get_default_buffer_type(b.be[0]) };
-    struct chain c;
-    chain_new(&c, 2, bufts, 8);
-    struct ggml_context * xctx = sm_ctx_new(1, 0);
-    struct ggml_tensor * x = ggml_dup_tensor(xctx, c.x);
-    ggml_set_input(x);
-    ggml_backend_buffer_t xbuf = ggml_backend_alloc_ctx_tensors(xctx, b.be[0]);
-    cr_assert_not_null(xbuf);
-    c.y[0]->src[1] = x; /* the chain now reads the user's tensor on SIM0 instead of c.x */
-    struct ggml_tensor * keep = c.x;
-    c.x = x;
-    chain_set_input(&c, 13);
-    c.gf = ggml_new_graph_custom(c.ctx, 64, false);
-    ggml_build_forward_expand(c.gf, c.y[1]);
-    ggml_backend_sched_t s = sched_new(&b, true);
-    cr_assert(ggml_backend_sched_alloc_graph(s, c.gf), "%s", ggmlx_last_error() ? ggmlx_last_error() : "");
-    cr_assert_eq(ggml_backend_sched_graph_compute(s, c.gf), GGML_STATUS_SUCCESS);
-    cr_assert_eq(ggml_backend_sched_get_tensor_backend(s, c.y[0]), b.be[1]);
-    cr_assert_eq(ggml_backend_sched_get_tensor_backend(s, c.y[1]), b.be[0]);
-    struct ggmlx_sched_stats st;
-    cr_assert(ggmlx_sched_get_stats(s, &st));
-    for (int i = 0; i < b.n; i++) {
-        for (int k = 0; k < GGMLX_SCHED_MAX_COPIES; k++) {
-            cr_assert_eq(st.input_slot_bytes[i][k], 0, "%s slot %d: %zu bytes", bname(b.be[i]), k, st.input_slot_bytes[i][k]);
-        }
-    }
-    float * want = chain_reference(2, 8, 13);
-    assert_close(c.y[1], want, "chain from a user-allocated input");
-    free(want);
-    c.x = keep;
-    ggml_backend_sched_free(s);
-    ggml_backend_buffer_free(xbuf);
-    ggml_free(xctx);
-    chain_free(&c);
     backends_free(&b);
 }
 
