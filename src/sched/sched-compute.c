@@ -278,12 +278,20 @@ enum ggml_status ggmlx_sched_compute_splits(struct ggml_backend_sched * sched) {
         ggmlx_sched_wait_slot(sched, c);
     }
     sched->staging[c].used = 0;
+    char why[256] = "";
+    int  failed   = -1;
     ggmlx_sched_apply_rewrites(sched);
     for (int s = 0; s < sched->n_splits && st == GGML_STATUS_SUCCESS; s++) {
         const struct sched_split * sp = &sched->splits[s];
         used |= 1u << sp->backend;
         st = run_split(sched, sp, s, &aborted);
         sched->stats.n_splits++;
+        if (st != GGML_STATUS_SUCCESS && !aborted) {
+            /* kept: the event records below succeed and would clear the thread's error */
+            const char * e = ggmlx_last_error();
+            snprintf(why, sizeof why, "%s", e != NULL ? e : "no message");
+            failed = s;
+        }
     }
     ggmlx_sched_restore_rewrites(sched);
 
@@ -299,6 +307,10 @@ enum ggml_status ggmlx_sched_compute_splits(struct ggml_backend_sched * sched) {
     if (aborted) {
         ggmlx_error("ggml_backend_sched_graph_compute", "stopped by the evaluation callback");
         return GGML_STATUS_ABORTED;
+    }
+    if (failed >= 0) {
+        ggmlx_error("ggml_backend_sched_graph_compute", "split %d on %s failed (status %d): %s", failed,
+                    ggml_backend_name(sched->backends[sched->splits[failed].backend]), (int) st, why);
     }
     return st;
 }

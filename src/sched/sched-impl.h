@@ -125,6 +125,8 @@ struct ggml_backend_sched {
     /* the graph being split: per-tensor info in a hash keyed by tensor pointer */
     struct ggmlx_hash_set      hash;
     struct sched_tinfo       * tinfo;          /* [hash.size] */
+    int32_t                  * node_slots;     /* per node: its slot and its sources' (-1 none) */
+    int                        node_slots_cap;
     struct ggml_cgraph       * graph;          /* the user's graph last split */
     struct sched_pin         * pins;
     int                        n_pins, pins_cap;

@@ -48,18 +48,28 @@ static bool table_prepare(struct ggml_backend_sched * sched, size_t n) {
     return true;
 }
 
-/* t's entry, made on first sight; the table is sized for every tensor the graph names */
-static struct sched_tinfo * info(struct ggml_backend_sched * sched, struct ggml_tensor * t) {
+/* t's slot, its entry made on first sight; the table is sized for every tensor the graph names */
+static int32_t slot_of(struct ggml_backend_sched * sched, struct ggml_tensor * t) {
     const size_t i = ggmlx_hash_find(&sched->hash, t);
-    struct sched_tinfo * ti = &sched->tinfo[i];
     if (!((sched->hash.used[i / 32] >> (i % 32)) & 1u)) {
-        ggmlx_hash_insert(&sched->hash, t);
+        sched->hash.used[i / 32] |= 1u << (i % 32);
+        sched->hash.keys[i] = t;
+        struct sched_tinfo * ti = &sched->tinfo[i];
         memset(ti, 0, sizeof *ti);
         ti->backend    = -1;
         ti->last_write = -1;
     }
-    return ti;
+    return (int32_t) i;
 }
+
+static struct sched_tinfo * info(struct ggml_backend_sched * sched, struct ggml_tensor * t) {
+    return &sched->tinfo[slot_of(sched, t)];
+}
+
+/* the entries of node i and of its sources, looked up once per split (node_slots) */
+#define SLOTS_PER_NODE (1 + GGML_MAX_SRC)
+#define NODE_INFO(sched, i)   (&(sched)->tinfo[(sched)->node_slots[(size_t) (i) * SLOTS_PER_NODE]])
+#define SRC_INFO(sched, i, j) (&(sched)->tinfo[(sched)->node_slots[(size_t) (i) * SLOTS_PER_NODE + 1 + (j)]])
 
 int ggmlx_sched_tensor_backend_id(const struct ggml_backend_sched * sched, const struct ggml_tensor * t) {
     if (!sched->split_ok || sched->hash.size == 0 || !ggmlx_hash_contains(&sched->hash, t)) {
@@ -75,6 +85,8 @@ void ggmlx_sched_clear_assignments(struct ggml_backend_sched * sched) {
     sched->n_inputs   = 0;
     sched->n_rewrites = 0;
 }
+
+static bool grow(void ** p, int * cap, int need, size_t elem);
 
 /* ---- backend capabilities, straight through the vtables (called per node and pass) --------- */
 
@@ -189,11 +201,12 @@ static void expand(struct ggml_backend_sched * sched, struct ggml_cgraph * g, bo
     const int cpu = sched->n_backends - 1;
     int cur = -1;
     for (int k = 0; k < g->n_nodes; k++) {
-        struct ggml_tensor * node = g->nodes[forward ? k : g->n_nodes - 1 - k];
+        const int i = forward ? k : g->n_nodes - 1 - k;
+        struct ggml_tensor * node = g->nodes[i];
         if (!computes(node)) {
             continue;
         }
-        struct sched_tinfo * ti = info(sched, node);
+        struct sched_tinfo * ti = NODE_INFO(sched, i);
         if (ti->backend >= 0) {
             cur = gpu_only && ti->backend == cpu ? -1 : ti->backend;
         } else if (cur >= 0 && supports_op(sched, cur, node)) {
@@ -221,7 +234,7 @@ static void pass3(struct ggml_backend_sched * sched, struct ggml_cgraph * g) {
         if (!computes(node)) {
             continue;
         }
-        struct sched_tinfo * ti = info(sched, node);
+        struct sched_tinfo * ti = NODE_INFO(sched, i);
         if (ti->backend < 0) {
             int best = -1, best_n = -1;
             for (int b = 0; b < sched->n_backends; b++) {
@@ -230,7 +243,7 @@ static void pass3(struct ggml_backend_sched * sched, struct ggml_cgraph * g) {
                 }
                 int n = 0;
                 for (int j = 0; j < GGML_MAX_SRC; j++) {
-                    if (node->src[j] != NULL && info(sched, node->src[j])->backend == b) {
+                    if (node->src[j] != NULL && SRC_INFO(sched, i, j)->backend == b) {
                         n++;
                     }
                 }
@@ -268,7 +281,7 @@ static void pass3(struct ggml_backend_sched * sched, struct ggml_cgraph * g) {
 static bool pass4(struct ggml_backend_sched * sched, struct ggml_cgraph * g, const char * func) {
     for (int i = 0; i < g->n_nodes; i++) {
         struct ggml_tensor * node = g->nodes[i];
-        struct sched_tinfo * ti   = info(sched, node);
+        struct sched_tinfo * ti   = NODE_INFO(sched, i);
         if (ti->backend < 0 && node->view_src != NULL) {
             ti->backend = info(sched, node->view_src)->backend;
             ti->cause   = CAUSE_VIEW;
@@ -292,7 +305,7 @@ static bool pass4(struct ggml_backend_sched * sched, struct ggml_cgraph * g, con
             if (s == NULL) {
                 continue;
             }
-            struct sched_tinfo * si = info(sched, s);
+            struct sched_tinfo * si = SRC_INFO(sched, i, j);
             if (si->backend < 0) {
                 si->backend = s->view_src != NULL ? info(sched, s->view_src)->backend : ti->backend;
                 if (si->backend < 0) {
@@ -404,7 +417,7 @@ static bool pass5(struct ggml_backend_sched * sched, struct ggml_cgraph * g) {
     }
     for (int i = 0; i < g->n_nodes; i++) {
         struct ggml_tensor * node = g->nodes[i];
-        const int b = info(sched, node)->backend;
+        const int b = NODE_INFO(sched, i)->backend;
         if (sp == NULL || (computes(node) && b != sp->backend)) {
             if (sp != NULL) {
                 sp->i_end = i;
@@ -423,7 +436,7 @@ static bool pass5(struct ggml_backend_sched * sched, struct ggml_cgraph * g) {
                 while (k < g->n_nodes && !computes(g->nodes[k])) {
                     k++;
                 }
-                sp->backend = k < g->n_nodes ? info(sched, g->nodes[k])->backend : b;
+                sp->backend = k < g->n_nodes ? NODE_INFO(sched, k)->backend : b;
             }
         }
         if (!computes(node)) {
@@ -437,7 +450,7 @@ static bool pass5(struct ggml_backend_sched * sched, struct ggml_cgraph * g) {
             if (!note_graph_input(sched, s)) {
                 return false;
             }
-            const int sb = info(sched, s)->backend;
+            const int sb = SRC_INFO(sched, i, j)->backend;
             if (sb == sp->backend || sb < 0) {
                 continue;
             }
@@ -535,7 +548,7 @@ static bool build_alloc_graph(struct ggml_backend_sched * sched, struct ggml_cgr
             }
         }
         for (int i = sp->i_start; i < sp->i_end; i++) {
-            const int b = info(sched, g->nodes[i])->backend;
+            const int b = NODE_INFO(sched, i)->backend;
             if (!push(sched, g->nodes[i], b >= 0 ? b : sp->backend)) {
                 return false;
             }
@@ -624,9 +637,19 @@ bool ggmlx_sched_split(struct ggml_backend_sched * sched, struct ggml_cgraph * g
         struct sched_tinfo * ti = info(sched, g->leafs[i]);
         ti->allocated = g->leafs[i]->data == NULL && g->leafs[i]->view_src == NULL;
     }
+    if (!grow((void **) &sched->node_slots, &sched->node_slots_cap, g->n_nodes * SLOTS_PER_NODE,
+              sizeof *sched->node_slots)) {
+        ggmlx_error(func, "out of host memory");
+        return false;
+    }
     for (int i = 0; i < g->n_nodes; i++) {
-        struct sched_tinfo * ti = info(sched, g->nodes[i]);
-        ti->allocated = g->nodes[i]->data == NULL;
+        struct ggml_tensor * node = g->nodes[i];
+        int32_t * slots = &sched->node_slots[(size_t) i * SLOTS_PER_NODE];
+        slots[0] = slot_of(sched, node);
+        for (int j = 0; j < GGML_MAX_SRC; j++) {
+            slots[1 + j] = node->src[j] != NULL ? slot_of(sched, node->src[j]) : -1;
+        }
+        sched->tinfo[slots[0]].allocated = node->data == NULL;
     }
     for (int p = 0; p < sched->n_pins; p++) {
         struct sched_tinfo * ti = info(sched, sched->pins[p].tensor);

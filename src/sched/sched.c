@@ -202,6 +202,7 @@ void ggml_backend_sched_free(ggml_backend_sched_t sched) {
     free(sched->hash.used);
     free(sched->hash.keys);
     free(sched->tinfo);
+    free(sched->node_slots);
     free(sched->splits);
     free(sched->inputs);
     free(sched->rewrites);
