@@ -28,11 +28,14 @@
 
 #define N 256
 
+/* GGMLX_SIM_CHAOS, when set, is passed on: orders must hold under random queue delays too */
 static void sim_setup(void) {
+    const char * chaos = getenv("GGMLX_SIM_CHAOS");
     const struct ggmlx_sim_config cfg = {
         .n_devices    = 2,
         .memory_limit = (size_t) 64 << 20,
         .n_threads    = 1,
+        .chaos_seed   = chaos ? strtoull(chaos, NULL, 10) : 0,
     };
     cr_assert(ggmlx_sim_configure(&cfg), "ggmlx_sim_configure: %s", ggmlx_last_error() ? ggmlx_last_error() : "");
     ggml_log_set(count_log, NULL);
@@ -361,8 +364,8 @@ static void net_init(struct net * n) {
     ggml_build_forward_expand(n->graph, n->out);
 }
 
-static ggml_backend_sched_t net_sched(struct net * n) {
-    ggml_backend_sched_t s = ggml_backend_sched_new(n->be, NULL, 3, 64, false, false);
+static ggml_backend_sched_t net_sched_p(struct net * n, bool parallel) {
+    ggml_backend_sched_t s = ggml_backend_sched_new(n->be, NULL, 3, 64, parallel, false);
     cr_assert_not_null(s, "%s", last_error());
     return s;
 }
@@ -387,6 +390,10 @@ static void net_expect(const struct net * n, float base) {
         const float want = 2.0f * (3.0f * (base + 0.5f * (float) k) + 1.0f);
         cr_assert_float_eq(v[k], want, 1e-4f * want, "out[%d] = %g, want %g", k, v[k], want);
     }
+}
+
+static ggml_backend_sched_t net_sched(struct net * n) {
+    return net_sched_p(n, false);
 }
 
 static void net_free(struct net * n) {
@@ -456,6 +463,33 @@ Test(sched_trace, trace_has_one_compute_event_per_split_on_its_backend) {
                           "compute %d: split %d starts at %g, before split %d ends (%g + %g)", k, i, ev_num(cur, "ts", 0),
                           i - 1, ev_num(prev, "ts", 0), ev_num(prev, "dur", 0));
         }
+    }
+    tj_free(root);
+    unlink(path);
+    ggml_backend_sched_free(s);
+    net_free(&n);
+}
+
+Test(sched_trace, pipelined_computes_are_traced_with_their_input_slot) {
+    char path[256];
+    temp_path(path, sizeof path, "pipe");
+    struct net n;
+    net_init(&n);
+    ggml_backend_sched_t s = net_sched_p(&n, true);
+    cr_assert_eq(ggml_backend_sched_get_n_copies(s), 2);
+    cr_assert(ggmlx_sched_set_trace(s, path), "%s", last_error());
+    for (int k = 0; k < 4; k++) {
+        net_step(&n, s, (float) k);
+    }
+    ggml_backend_sched_synchronize(s);
+    net_expect(&n, 3.0f);
+    cr_assert(ggmlx_sched_set_trace(s, NULL), "%s", last_error());
+    struct tj_value * root = read_trace(path);
+    check_complete_events(root);
+    cr_assert_eq(count_category(root, "compute"), 4 * 3);
+    for (int k = 0; k < 4; k++) {
+        const struct tj_value * first = split_event(root, 0, "SIM0", k);
+        cr_assert_eq((int) ev_arg(first, "slot", -1), k % 2, "compute %d uses input slot %d", k, k % 2);
     }
     tj_free(root);
     unlink(path);
