@@ -310,7 +310,13 @@ static bool init_tensor(ggml_gallocr_t g, struct ggml_tensor * t, const struct g
         ggmlx_error(func, "no memory planned for tensor '%s' (buffer %d, chunk %d)", t->name, p->buffer_id, p->addr.chunk);
         return false;
     }
-    return ggml_backend_tensor_alloc(buf, t, base + p->addr.offset) == GGML_STATUS_SUCCESS;
+    /* the plan placed it inside the chunk; a failing init_tensor is the only way this can fail */
+    const enum ggml_status st = ggmlx_tensor_place(buf, t, base + p->addr.offset);
+    if (st != GGML_STATUS_SUCCESS) {
+        ggmlx_error(func, "buffer %s refused tensor '%s' (status %d)", ggml_backend_buffer_name(buf), t->name, (int) st);
+        return false;
+    }
+    return true;
 }
 
 bool ggml_gallocr_alloc_graph(ggml_gallocr_t galloc, struct ggml_cgraph * graph) {

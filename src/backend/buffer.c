@@ -215,6 +215,17 @@ enum ggml_status ggml_backend_tensor_alloc(ggml_backend_buffer_t buffer, struct 
     return GGML_STATUS_SUCCESS;
 }
 
+enum ggml_status ggmlx_tensor_place(ggml_backend_buffer_t buffer, struct ggml_tensor * tensor, void * addr) {
+    tensor->buffer = buffer;
+    tensor->data   = addr;
+    const enum ggml_status status = buffer->iface.init_tensor ? buffer->iface.init_tensor(buffer, tensor) : GGML_STATUS_SUCCESS;
+    if (status != GGML_STATUS_SUCCESS) {
+        tensor->buffer = NULL;
+        tensor->data   = NULL;
+    }
+    return status;
+}
+
 enum ggml_status ggml_backend_view_init(struct ggml_tensor * tensor) {
     if (tensor == NULL) {
         ggmlx_error(__func__, "tensor is NULL");

@@ -66,6 +66,12 @@ struct ggml_backend_buffer {
 GGML_API ggml_backend_buffer_t ggml_backend_buffer_init(ggml_backend_buffer_type_t buft, struct ggml_backend_buffer_i iface,
                                                         void * context, size_t size);
 
+/*
+ * ggml_backend_tensor_alloc without its checks, for allocators whose plan already guarantees
+ * that tensor is unallocated, not a view, and fits at addr inside buffer.
+ */
+GGML_API enum ggml_status ggmlx_tensor_place(ggml_backend_buffer_t buffer, struct ggml_tensor * tensor, void * addr);
+
 /* do not use directly: ggml_backend_tensor_copy */
 GGML_API bool ggml_backend_buffer_copy_tensor(const struct ggml_tensor * src, struct ggml_tensor * dst);
 
