@@ -327,12 +327,34 @@ static void cuda_get_tensor_2d_async(ggml_backend_t backend, const struct ggml_t
     }
 }
 
+/* waiter's stream runs nothing queued after this until what other's stream holds now is done */
+static bool stream_after(struct cuda_backend * waiter, struct cuda_backend * other, const char * func) {
+    if (other->copy_event == NULL &&
+        !enqueued(other, cudaEventCreateWithFlags(&other->copy_event, cudaEventDisableTiming), func, "cudaEventCreate")) {
+        other->copy_event = NULL;
+        return false;
+    }
+    if (!ggmlx_cuda_set_device(other->d, func) ||
+        !enqueued(other, cudaEventRecord(other->copy_event, other->stream), func, "cudaEventRecord")) {
+        return false;
+    }
+#ifndef GGMLX_DROP_EVENT_WAITS
+    /* the wait takes the record just made, even if the event is recorded again later */
+    if (!ggmlx_cuda_set_device(waiter->d, func) ||
+        !enqueued(waiter, cudaStreamWaitEvent(waiter->stream, other->copy_event, 0), func, "cudaStreamWaitEvent")) {
+        return false;
+    }
+#endif
+    return true;
+}
+
 /*
- * Between CUDA backends (rule 7): the copy is enqueued on the source's stream, after the work
- * queued there; an event recorded behind it makes the destination's stream wait, so nothing
- * queued on the destination later starts before the copy is done. On one backend it is a plain
- * copy in its stream. Tensors outside CUDA device memory: false (the generic layer copies on
- * the host after synchronizing both backends).
+ * Between CUDA backends (rule 7): the copy is enqueued on the source's stream once the work
+ * queued on both streams before it is done (the destination's too: its earlier work may still
+ * use the memory the copy overwrites), and the destination's stream waits for the copy, so
+ * nothing queued there later starts before it is done. On one backend it is a plain copy in
+ * its stream. Tensors outside CUDA device memory: false (the generic layer copies on the host
+ * after synchronizing both backends).
  */
 static bool cuda_cpy_tensor_async(ggml_backend_t backend_src, ggml_backend_t backend_dst,
                                   const struct ggml_tensor * src, struct ggml_tensor * dst) {
@@ -347,8 +369,15 @@ static bool cuda_cpy_tensor_async(ggml_backend_t backend_src, ggml_backend_t bac
         return false;
     }
     const size_t n = ggml_nbytes(src);
-    if (!ready(func, s) || (s != d && !ready(func, d)) || !ggmlx_cuda_set_device(s->d, func)) {
+    if (!ready(func, s) || (s != d && !ready(func, d))) {
         return true; /* refused with a message and a sticky status; a host copy would not help */
+    }
+    if (s != d && !stream_after(s, d, func)) {
+        /* no ordering on the device: the destination's earlier work finishes on the host instead */
+        ggmlx_cuda_check(d->d, cudaStreamSynchronize(d->stream), func, "cudaStreamSynchronize");
+    }
+    if (!ggmlx_cuda_set_device(s->d, func)) {
+        return true;
     }
     const bool same_gpu = s->d == d->d;
     const cudaError_t err = same_gpu
@@ -357,26 +386,10 @@ static bool cuda_cpy_tensor_async(ggml_backend_t backend_src, ggml_backend_t bac
     if (!enqueued(s, err, func, same_gpu ? "cudaMemcpyAsync" : "cudaMemcpyPeerAsync") || s == d) {
         return true;
     }
-    if (s->copy_event == NULL &&
-        !enqueued(s, cudaEventCreateWithFlags(&s->copy_event, cudaEventDisableTiming), func, "cudaEventCreate")) {
-        s->copy_event = NULL;
-        goto err_host_wait;
+    if (!stream_after(d, s, func)) {
+        /* the destination must not run ahead of the copy: the host waits for the source instead */
+        ggmlx_cuda_check(s->d, cudaStreamSynchronize(s->stream), func, "cudaStreamSynchronize");
     }
-    if (!enqueued(s, cudaEventRecord(s->copy_event, s->stream), func, "cudaEventRecord")) {
-        goto err_host_wait;
-    }
-#ifndef GGMLX_DROP_EVENT_WAITS
-    /* the wait takes the record just made, even if the event is recorded again later */
-    if (!ggmlx_cuda_set_device(d->d, func) ||
-        !enqueued(d, cudaStreamWaitEvent(d->stream, s->copy_event, 0), func, "cudaStreamWaitEvent")) {
-        goto err_host_wait;
-    }
-#endif
-    return true;
-
-err_host_wait:
-    /* the destination must not run ahead of the copy: the host waits for the source instead */
-    ggmlx_cuda_check(s->d, cudaStreamSynchronize(s->stream), func, "cudaStreamSynchronize");
     return true;
 }
 

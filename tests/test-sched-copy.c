@@ -9,6 +9,7 @@
 
 #include "ggml-backend.h"
 #include "ggml-cpu.h"
+#include "ggmlx-backend.h"
 #include "ggmlx-sched.h"
 #include "ggmlx-sim.h"
 #include "ggmlx.h"
@@ -134,4 +135,39 @@ Test(sched_copy, bounced_copies_stay_right_with_two_computes_in_flight, .init = 
         sm_graph_free(&g[it]);
     }
     free(want);
+}
+
+/*
+ * Rule 7, destination side: a copy must not overtake work queued earlier on its destination.
+ * dst's queue is held with a set of dst queued on it; the copy of src into dst is enqueued
+ * after it, so when the queue is released dst must end with src's values, not the earlier set's.
+ */
+Test(sched_copy, a_copy_waits_for_earlier_work_on_its_destination, .init = setup_best, .fini = teardown) {
+    ggml_backend_t a = g_backends[0], b = g_backends[1];
+    struct ggml_init_params p = { 2 * ggml_tensor_overhead(), NULL, true };
+    struct ggml_context * ca = ggml_init(p), * cb = ggml_init(p);
+    struct ggml_tensor * src = ggml_new_tensor_1d(ca, GGML_TYPE_F32, 256);
+    struct ggml_tensor * dst = ggml_new_tensor_1d(cb, GGML_TYPE_F32, 256);
+    ggml_backend_buffer_t ba = ggml_backend_alloc_ctx_tensors(ca, a), bb = ggml_backend_alloc_ctx_tensors(cb, b);
+    cr_assert(ba != NULL && bb != NULL);
+    float ones[256], twos[256], got[256];
+    for (int i = 0; i < 256; i++) {
+        ones[i] = 1.0f;
+        twos[i] = 2.0f;
+    }
+    ggml_backend_tensor_set(src, twos, 0, sizeof twos);
+    cr_assert(ggmlx_backend_queue_hold(b));
+    ggml_backend_tensor_set_async(b, dst, ones, 0, sizeof ones);
+    ggml_backend_tensor_copy_async(a, b, src, dst);
+    ggml_backend_synchronize(a); /* the source side is done; the destination still holds the set */
+    cr_assert(ggmlx_backend_queue_release(b));
+    ggml_backend_synchronize(b);
+    ggml_backend_tensor_get(dst, got, 0, sizeof got);
+    for (int i = 0; i < 256; i++) {
+        cr_assert_float_eq(got[i], 2.0f, 0, "element %d: the copy ran before the destination's earlier set", i);
+    }
+    ggml_backend_buffer_free(ba);
+    ggml_backend_buffer_free(bb);
+    ggml_free(ca);
+    ggml_free(cb);
 }

@@ -4,11 +4,11 @@
  * stats.n_sync_fallbacks) and the evaluation callback, which asks for it.
  *
  * Each backend is an in-order queue. What the queues alone do not order, events do:
- *   - a copy runs after the work queued on its source before it, and before the work queued
- *     on its destination after it (docs/async.md rule 7);
- *   - a copy into backend B's memory must not overwrite what B's earlier work still uses. The
- *     copy may run on either queue, so the source queue first waits for all B has queued
- *     (ev_progress[B]);
+ *   - a copy between queues runs after the work queued on both before it, and before the
+ *     work queued on its destination after it (docs/async.md rule 7);
+ *   - a copy the scheduler makes itself on the source queue into host memory of B
+ *     (get_tensor_async) must not overwrite what B's earlier work still uses: the source queue
+ *     first waits for all B has queued (ev_progress[B]);
  *   - memory of backend A that another queue still reads (a copy made there, or a split that
  *     reads A's memory in place) must not be overwritten by A's later work: A first waits for
  *     those readers (pending_read[A], ev_reads[reader]);
@@ -148,6 +148,8 @@ static void copy_one(struct ggml_backend_sched * sched, const struct sched_input
         return;
     }
     if (dbuf != NULL && ggml_backend_buffer_is_host(dbuf) && a->iface.get_tensor_async != NULL) {
+        /* a writes b's memory: not before b's earlier work is done with it */
+        queue_after(sched, in->src_backend, in->dst_backend);
         ggml_backend_tensor_get_async(a, in->src, in->dst->data, 0, n);
         queue_after(sched, in->dst_backend, in->src_backend);
         sched->stats.n_async_copies++;
@@ -179,12 +181,7 @@ static void copy_inputs(struct ggml_backend_sched * sched, const struct sched_sp
     }
     uint32_t sources = 0;
     for (int k = sp->input_begin; k < sp->input_begin + sp->n_inputs; k++) {
-        const int a = sched->inputs[k].src_backend;
-        if (!(sources & (1u << a))) {
-            /* the copy may run on a's queue: it must not overtake b's work on that memory */
-            queue_after(sched, a, b);
-            sources |= 1u << a;
-        }
+        sources |= 1u << sched->inputs[k].src_backend;
         copy_one(sched, &sched->inputs[k]);
     }
     reads_recorded(sched, b, sources);
