@@ -94,6 +94,8 @@ bool ggmlx_gallocr_plan(struct ggml_gallocr * g, struct ggml_cgraph * graph, con
 
 /* A hash of the graph's structure (ops, flags, which tensor feeds which); false when out of host memory. */
 bool ggmlx_gallocr_fingerprint(struct ggml_gallocr * g, struct ggml_cgraph * graph, uint64_t * out);
+/* after a fingerprint: is t a node or leaf of the graph it was taken of? */
+bool ggmlx_gallocr_in_fingerprint(const struct ggml_gallocr * g, const struct ggml_tensor * t);
 
 void ggmlx_gplan_free(struct ggmlx_gplan * plan);
 

@@ -454,6 +454,10 @@ static uint64_t code_of(const struct ggmlx_index_map * m, const struct ggml_tens
     return 1;
 }
 
+bool ggmlx_gallocr_in_fingerprint(const struct ggml_gallocr * g, const struct ggml_tensor * t) {
+    return code_of(&g->fmap, t) != 1;
+}
+
 bool ggmlx_gallocr_fingerprint(struct ggml_gallocr * g, struct ggml_cgraph * graph, uint64_t * out) {
     const int32_t keep = GGML_TENSOR_FLAG_INPUT | GGML_TENSOR_FLAG_OUTPUT;
     struct ggmlx_index_map * m = &g->fmap;

@@ -268,6 +268,10 @@ static bool plan_matches(ggml_gallocr_t g, struct ggml_cgraph * graph) {
     if (!g->planned || p->n_nodes != graph->n_nodes || p->n_leafs != graph->n_leafs) {
         return false;
     }
+    uint64_t fp;
+    if (!ggmlx_gallocr_fingerprint(g, graph, &fp) || fp != p->fingerprint) {
+        return false;
+    }
     for (int i = 0; i < graph->n_leafs; i++) {
         if (!fits(g, graph->leafs[i], &p->leafs[i])) {
             return false;
@@ -278,14 +282,15 @@ static bool plan_matches(ggml_gallocr_t g, struct ggml_cgraph * graph) {
         if (!fits(g, node, &p->nodes[i].dst)) {
             return false;
         }
+        /* sources that are nodes or leafs were checked as such */
         for (int j = 0; j < GGML_MAX_SRC; j++) {
-            if (!fits(g, node->src[j], &p->nodes[i].src[j])) {
+            const struct ggml_tensor * s = node->src[j];
+            if (s != NULL && s->data == NULL && !ggmlx_gallocr_in_fingerprint(g, s) && !fits(g, s, &p->nodes[i].src[j])) {
                 return false;
             }
         }
     }
-    uint64_t fp;
-    return ggmlx_gallocr_fingerprint(g, graph, &fp) && fp == p->fingerprint;
+    return true;
 }
 
 static bool init_tensor(ggml_gallocr_t g, struct ggml_tensor * t, const struct ggmlx_tensor_plan * p, const char * func) {
