@@ -475,9 +475,13 @@ bool ggmlx_gallocr_fingerprint(struct ggml_gallocr * g, struct ggml_cgraph * gra
         h = mix(h, (uint64_t) (t->flags & keep));
         h = mix(h, code_of(m, t->view_src));
         uint64_t same = 0; /* which sources an in-place op could share memory with */
+        const bool inplace = op_can_inplace(t->op);
         for (int j = 0; j < GGML_MAX_SRC; j++) {
-            h = mix(h, code_of(m, t->src[j]));
-            if (t->src[j] != NULL && op_can_inplace(t->op) && same_layout(t, t->src[j])) {
+            if (t->src[j] == NULL) {
+                continue;
+            }
+            h = mix(h, code_of(m, t->src[j]) * GGML_MAX_SRC + (uint64_t) j);
+            if (inplace && same_layout(t, t->src[j])) {
                 same |= 1u << j;
             }
         }

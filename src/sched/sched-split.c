@@ -67,9 +67,10 @@ static struct sched_tinfo * info(struct ggml_backend_sched * sched, struct ggml_
 }
 
 /* the entries of node i and of its sources, looked up once per split (node_slots) */
-#define SLOTS_PER_NODE (1 + GGML_MAX_SRC)
+#define SLOTS_PER_NODE (2 + GGML_MAX_SRC) /* node, number of sources to look at, sources */
 #define NODE_INFO(sched, i)   (&(sched)->tinfo[(sched)->node_slots[(size_t) (i) * SLOTS_PER_NODE]])
-#define SRC_INFO(sched, i, j) (&(sched)->tinfo[(sched)->node_slots[(size_t) (i) * SLOTS_PER_NODE + 1 + (j)]])
+#define NSRC(sched, i)        ((sched)->node_slots[(size_t) (i) * SLOTS_PER_NODE + 1])
+#define SRC_INFO(sched, i, j) (&(sched)->tinfo[(sched)->node_slots[(size_t) (i) * SLOTS_PER_NODE + 2 + (j)]])
 
 int ggmlx_sched_tensor_backend_id(const struct ggml_backend_sched * sched, const struct ggml_tensor * t) {
     if (!sched->split_ok || sched->hash.size == 0 || !ggmlx_hash_contains(&sched->hash, t)) {
@@ -242,7 +243,7 @@ static void pass3(struct ggml_backend_sched * sched, struct ggml_cgraph * g) {
                     continue;
                 }
                 int n = 0;
-                for (int j = 0; j < GGML_MAX_SRC; j++) {
+                for (int j = 0; j < NSRC(sched, i); j++) {
                     if (node->src[j] != NULL && SRC_INFO(sched, i, j)->backend == b) {
                         n++;
                     }
@@ -263,7 +264,7 @@ static void pass3(struct ggml_backend_sched * sched, struct ggml_cgraph * g) {
                     continue;
                 }
                 bool ok = true;
-                for (int j = 0; j < GGML_MAX_SRC && ok; j++) {
+                for (int j = 0; j < NSRC(sched, i) && ok; j++) {
                     ok = node->src[j] == NULL || can_read(sched, node->src[j], b);
                 }
                 if (ok) {
@@ -300,7 +301,7 @@ static bool pass4(struct ggml_backend_sched * sched, struct ggml_cgraph * g, con
                         node->name, GGMLX_SHAPE(node));
             return false;
         }
-        for (int j = 0; j < GGML_MAX_SRC; j++) {
+        for (int j = 0; j < NSRC(sched, i); j++) {
             struct ggml_tensor * s = node->src[j];
             if (s == NULL) {
                 continue;
@@ -442,7 +443,7 @@ static bool pass5(struct ggml_backend_sched * sched, struct ggml_cgraph * g) {
         if (!computes(node)) {
             continue;
         }
-        for (int j = 0; j < GGML_MAX_SRC; j++) {
+        for (int j = 0; j < NSRC(sched, i); j++) {
             struct ggml_tensor * s = node->src[j];
             if (s == NULL) {
                 continue;
@@ -607,7 +608,7 @@ static void forget_own_memory(struct ggml_backend_sched * sched, struct ggml_cgr
     for (int i = 0; i < g->n_nodes; i++) {
         struct ggml_tensor * node = g->nodes[i];
         unalloc(sched, node);
-        for (int j = 0; j < GGML_MAX_SRC; j++) {
+        for (int j = 0; j < NSRC(sched, i); j++) {
             if (node->src[j] != NULL) {
                 unalloc(sched, node->src[j]);
             }
@@ -619,26 +620,26 @@ bool ggmlx_sched_split(struct ggml_backend_sched * sched, struct ggml_cgraph * g
     ggmlx_sched_clear_assignments(sched);
     sched->graph          = g;
     sched->n_graph_inputs = 0;
-    forget_own_memory(sched, g);
-
-    /* every tensor the graph names: nodes, leafs, sources and the roots of views */
-    size_t n = (size_t) g->n_nodes + (size_t) g->n_leafs + (size_t) sched->n_pins;
-    for (int i = 0; i < g->n_nodes; i++) {
-        for (int j = 0; j < GGML_MAX_SRC; j++) {
-            n += g->nodes[i]->src[j] != NULL;
-        }
-        n += g->nodes[i]->view_src != NULL;
-    }
-    if (!table_prepare(sched, n)) {
+    if (!grow((void **) &sched->node_slots, &sched->node_slots_cap, g->n_nodes * SLOTS_PER_NODE,
+              sizeof *sched->node_slots)) {
         ggmlx_error(func, "out of host memory");
         return false;
     }
-    for (int i = 0; i < g->n_leafs; i++) {
-        struct sched_tinfo * ti = info(sched, g->leafs[i]);
-        ti->allocated = g->leafs[i]->data == NULL && g->leafs[i]->view_src == NULL;
+    /* every tensor the graph names: nodes, leafs, sources and the roots of views */
+    size_t n = (size_t) g->n_nodes + (size_t) g->n_leafs + (size_t) sched->n_pins;
+    for (int i = 0; i < g->n_nodes; i++) {
+        const struct ggml_tensor * node = g->nodes[i];
+        int last = 0;
+        for (int j = 0; j < GGML_MAX_SRC; j++) {
+            if (node->src[j] != NULL) {
+                n++;
+                last = j + 1;
+            }
+        }
+        NSRC(sched, i) = last;
+        n += node->view_src != NULL;
     }
-    if (!grow((void **) &sched->node_slots, &sched->node_slots_cap, g->n_nodes * SLOTS_PER_NODE,
-              sizeof *sched->node_slots)) {
+    if (!table_prepare(sched, n)) {
         ggmlx_error(func, "out of host memory");
         return false;
     }
@@ -646,11 +647,11 @@ bool ggmlx_sched_split(struct ggml_backend_sched * sched, struct ggml_cgraph * g
         struct ggml_tensor * node = g->nodes[i];
         int32_t * slots = &sched->node_slots[(size_t) i * SLOTS_PER_NODE];
         slots[0] = slot_of(sched, node);
-        for (int j = 0; j < GGML_MAX_SRC; j++) {
-            slots[1 + j] = node->src[j] != NULL ? slot_of(sched, node->src[j]) : -1;
+        for (int j = 0; j < slots[1]; j++) {
+            slots[2 + j] = node->src[j] != NULL ? slot_of(sched, node->src[j]) : -1;
         }
-        sched->tinfo[slots[0]].allocated = node->data == NULL;
     }
+    forget_own_memory(sched, g);
     for (int p = 0; p < sched->n_pins; p++) {
         struct sched_tinfo * ti = info(sched, sched->pins[p].tensor);
         ti->backend = (int8_t) sched->pins[p].backend;
