@@ -207,7 +207,13 @@ bool ggmlx_sched_alloc(struct ggml_backend_sched * sched, struct ggml_cgraph * g
     int span = sched->trace ? ggmlx_sched_trace_begin(sched->trace, sched->n_backends, NULL, "alloc", "host", -1, c) : -1;
 
     ggmlx_sched_wait_slot(sched, c);
-    if (!ggmlx_sched_split(sched, g, func)) {
+    const int split_span =
+        sched->trace ? ggmlx_sched_trace_begin(sched->trace, sched->n_backends, NULL, "split_graph", "host", -1, c) : -1;
+    const bool split_ok = ggmlx_sched_split(sched, g, func);
+    if (split_span >= 0) {
+        ggmlx_sched_trace_end(sched->trace, split_span, NULL);
+    }
+    if (!split_ok) {
         goto err;
     }
     if (!place_inputs(sched, c, func)) {

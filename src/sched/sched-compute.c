@@ -21,6 +21,21 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* b's queue waits for ev; in a trace, the span shows how long b's queue stood still */
+static void traced_wait(struct ggml_backend_sched * sched, int b, int a, ggml_backend_event_t ev) {
+    int span = -1;
+    if (sched->trace != NULL) {
+        char name[96];
+        snprintf(name, sizeof name, "wait for %s", ggml_backend_name(sched->backends[a]));
+        span = ggmlx_sched_trace_begin(sched->trace, b, sched->backends[b], name, "wait", -1, sched->cur_copy);
+    }
+    ggml_backend_event_wait(sched->backends[b], ev);
+    sched->stats.n_event_waits++;
+    if (span >= 0) {
+        ggmlx_sched_trace_end(sched->trace, span, sched->backends[b]);
+    }
+}
+
 /* b waits on its queue for everything queued on a so far */
 static void queue_after(struct ggml_backend_sched * sched, int b, int a) {
     if (a == b) {
@@ -34,8 +49,7 @@ static void queue_after(struct ggml_backend_sched * sched, int b, int a) {
         return;
     }
     ggml_backend_event_record(ev, sched->backends[a]);
-    ggml_backend_event_wait(sched->backends[b], ev);
-    sched->stats.n_event_waits++;
+    traced_wait(sched, b, a, ev);
 }
 
 /* b's later work may overwrite memory other queues were still reading: wait for them first */
@@ -46,8 +60,7 @@ static void before_writing(struct ggml_backend_sched * sched, int b) {
             continue;
         }
         if (sched->ev_reads[r] != NULL && sched->ev_reads[b] != NULL) {
-            ggml_backend_event_wait(sched->backends[b], sched->ev_reads[r]);
-            sched->stats.n_event_waits++;
+            traced_wait(sched, b, r, sched->ev_reads[r]);
         } else {
             ggml_backend_synchronize(sched->backends[r]);
             sched->stats.n_host_waits++;
