@@ -16,6 +16,8 @@
  * synchronize) K times in a row; 2 SIM devices against both stages on SIM0. The ideal is 2x;
  * this machine has 2 vCPUs for both SIM threads and the caller, so the measured number is
  * what those 2 vCPUs allow.
+ * Devices computing at once (from a trace of the run) shows the overlap the scheduler reached,
+ * apart from how much of the 2 vCPUs the two device threads got.
  * memory: ggml_backend_sched_get_buffer_size per backend with 1, 2 and 4 input copies.
  */
 #include "ggml.h"
@@ -32,6 +34,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* ---- results ------------------------------------------------------------------------------- */
 
@@ -360,6 +363,43 @@ static double pipe_run(struct pipe * p, ggml_backend_sched_t s, const float * in
     return (bench_now_us() - t0) / k_computes;
 }
 
+/*
+ * The average number of devices computing at once in a traced run of k computes: the overlap
+ * the scheduler achieved, whatever share of the cores each device's thread got. Read from the
+ * Chrome trace (one "compute" span per split, times taken on the queues); NAN when unreadable.
+ */
+static double pipe_overlap(struct pipe * p, ggml_backend_sched_t s, const float * in, int k) {
+    char path[] = "/tmp/bench-sched-trace-XXXXXX";
+    const int fd = mkstemp(path);
+    if (fd < 0) {
+        return NAN;
+    }
+    close(fd);
+    double busy = 0.0, t0 = INFINITY, t1 = -INFINITY;
+    if (ggmlx_sched_set_trace(s, path)) {
+        pipe_run(p, s, in, k);
+        ggmlx_sched_set_trace(s, NULL);
+        FILE * f = fopen(path, "r");
+        char line[512];
+        while (f != NULL && fgets(line, sizeof line, f) != NULL) {
+            const char * ts = strstr(line, "\"ts\":");
+            const char * du = strstr(line, "\"dur\":");
+            double b, d;
+            if (strstr(line, "\"cat\":\"compute\"") && ts && du && sscanf(ts + 5, "%lf", &b) == 1 &&
+                sscanf(du + 6, "%lf", &d) == 1) {
+                busy += d;
+                t0 = b < t0 ? b : t0;
+                t1 = b + d > t1 ? b + d : t1;
+            }
+        }
+        if (f != NULL) {
+            fclose(f);
+        }
+    }
+    remove(path);
+    return t1 > t0 ? busy / (t1 - t0) : NAN;
+}
+
 /* memory of the 2-SIM graph as the input copies grow */
 static void pipe_memory(struct pipe * p, ggml_backend_sched_t s, ggml_backend_t * backends) {
     const int copies[3] = { 1, 2, 4 };
@@ -458,6 +498,7 @@ static void bench_pipeline(bool quick) {
             exit(1);
         }
     }
+    const double overlap1 = pipe_overlap(&p[0], s[0], in, K), overlap2 = pipe_overlap(&p[1], s[1], in, K);
     pipe_memory(&p[1], s[1], backends);
     add_derived("pipeline speed-up, 2 SIM over 1 (medians)", med[0] / med[1], "x",
                 "ideal 2x; SIM devices compute with 1 thread each, on 2 vCPUs shared with the caller");
@@ -465,6 +506,10 @@ static void bench_pipeline(bool quick) {
                 "the fastest of the repetitions of each: the least disturbed by other load");
     add_derived("pipeline speed-up, 2 SIM with 1 input copy over 1 SIM (medians)", med[0] / med[2], "x",
                 "one input copy: each compute waits for the previous one, so no overlap");
+    add_derived("devices computing at once, 2 SIM (traced run)", overlap2, "of 2",
+                "compute time of both devices over the run's span: the overlap the pipeline reached");
+    add_derived("devices computing at once, 1 SIM (traced run)", overlap1, "of 1",
+                "the same for one device: how much of the run it computed");
     for (int i = 0; i < PIPE_RUNS; i++) {
         ggml_backend_sched_free(s[i]);
         pipe_free(&p[i]);
