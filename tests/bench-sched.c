@@ -16,8 +16,11 @@
  * synchronize) K times in a row; 2 SIM devices against both stages on SIM0. The ideal is 2x;
  * this machine has 2 vCPUs for both SIM threads and the caller, so the measured number is
  * what those 2 vCPUs allow.
- * Devices computing at once (from a trace of the run) shows the overlap the scheduler reached,
- * apart from how much of the 2 vCPUs the two device threads got.
+ * The ceiling is the same two stages as plain graphs on the devices' queues, no scheduler:
+ * what two device threads get from the machine at all (on a 2-vCPU VM, AVX-512 matmuls on both
+ * vCPUs at once may run far below 2x). Devices computing at once (from a trace of the run)
+ * shows the overlap the scheduler reached, apart from how much of the cores the threads got.
+ * (The pipeline code is in bench-sched-pipe.h.)
  * memory: ggml_backend_sched_get_buffer_size per backend with 1, 2 and 4 input copies.
  */
 #include "ggml.h"
@@ -56,7 +59,7 @@ struct derived {
     const char * note;
 };
 
-static struct derived g_derived[8];
+static struct derived g_derived[12];
 static int            g_n_derived;
 
 struct memrow {
@@ -293,143 +296,7 @@ static void bench_dispatch(int iters) {
 
 /* ---- (c) pipeline -------------------------------------------------------------------------- */
 
-enum { PIPE_D = 1024, PIPE_B = 64, PIPE_L = 4 };
-
-struct pipe {
-    struct ggml_context * wctx[2];
-    ggml_backend_buffer_t wbuf[2];
-    struct ggml_context * ctx;
-    struct ggml_tensor  * x, * out;
-    struct ggml_cgraph  * g;
-};
-
-/* stage s's weights on stage_backend[s]; the WEIGHTS usage pins its matmuls there */
-static void pipe_init(struct pipe * p, ggml_backend_t stage_backend[2]) {
-    memset(p, 0, sizeof *p);
-    struct ggml_tensor * w[2][PIPE_L];
-    for (int s = 0; s < 2; s++) {
-        p->wctx[s] = new_ctx(PIPE_L, 0);
-        for (int l = 0; l < PIPE_L; l++) {
-            w[s][l] = ggml_new_tensor_2d(p->wctx[s], GGML_TYPE_F32, PIPE_D, PIPE_D);
-        }
-        p->wbuf[s] = ggml_backend_alloc_ctx_tensors_from_buft(p->wctx[s],
-                                                              ggml_backend_get_default_buffer_type(stage_backend[s]));
-        if (p->wbuf[s] == NULL) {
-            die("pipeline weights");
-        }
-        ggml_backend_buffer_set_usage(p->wbuf[s], GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
-        for (int l = 0; l < PIPE_L; l++) {
-            /* uniform in +-sqrt(3/D): each matmul keeps the activations' scale */
-            sm_fill(w[s][l], 7, (uint64_t) s, (uint64_t) l, 0.0f, sqrtf(3.0f / PIPE_D));
-        }
-    }
-    p->ctx = new_ctx(4 * PIPE_L + 8, 256);
-    p->x   = ggml_new_tensor_2d(p->ctx, GGML_TYPE_F32, PIPE_D, PIPE_B);
-    ggml_set_input(p->x);
-    struct ggml_tensor * h = p->x;
-    for (int s = 0; s < 2; s++) {
-        for (int l = 0; l < PIPE_L; l++) {
-            h = ggml_mul_mat(p->ctx, w[s][l], h);
-        }
-    }
-    p->out = h;
-    ggml_set_output(p->out);
-    p->g = ggml_new_graph_custom(p->ctx, 256, false);
-    ggml_build_forward_expand(p->g, p->out);
-}
-
-static void pipe_free(struct pipe * p) {
-    ggml_free(p->ctx);
-    for (int s = 0; s < 2; s++) {
-        ggml_backend_buffer_free(p->wbuf[s]);
-        ggml_free(p->wctx[s]);
-    }
-}
-
-/* upstream's loop, k computes in flight as far as the copies allow; the time per compute */
-static double pipe_run(struct pipe * p, ggml_backend_sched_t s, const float * in, int k_computes) {
-    const double t0 = bench_now_us();
-    for (int k = 0; k < k_computes; k++) {
-        ggml_backend_sched_reset(s);
-        if (!ggml_backend_sched_alloc_graph(s, p->g)) {
-            die("ggml_backend_sched_alloc_graph (pipeline)");
-        }
-        ggml_backend_tensor_set(p->x, in + (size_t) (k % 2) * PIPE_D * PIPE_B, 0, ggml_nbytes(p->x));
-        if (ggml_backend_sched_graph_compute_async(s, p->g) != GGML_STATUS_SUCCESS) {
-            die("ggml_backend_sched_graph_compute_async (pipeline)");
-        }
-    }
-    ggml_backend_sched_synchronize(s);
-    return (bench_now_us() - t0) / k_computes;
-}
-
-/*
- * The average number of devices computing at once in a traced run of k computes: the overlap
- * the scheduler achieved, whatever share of the cores each device's thread got. Read from the
- * Chrome trace (one "compute" span per split, times taken on the queues); NAN when unreadable.
- */
-static double pipe_overlap(struct pipe * p, ggml_backend_sched_t s, const float * in, int k) {
-    char path[] = "/tmp/bench-sched-trace-XXXXXX";
-    const int fd = mkstemp(path);
-    if (fd < 0) {
-        return NAN;
-    }
-    close(fd);
-    double busy = 0.0, t0 = INFINITY, t1 = -INFINITY;
-    if (ggmlx_sched_set_trace(s, path)) {
-        pipe_run(p, s, in, k);
-        ggmlx_sched_set_trace(s, NULL);
-        FILE * f = fopen(path, "r");
-        char line[512];
-        while (f != NULL && fgets(line, sizeof line, f) != NULL) {
-            const char * ts = strstr(line, "\"ts\":");
-            const char * du = strstr(line, "\"dur\":");
-            double b, d;
-            if (strstr(line, "\"cat\":\"compute\"") && ts && du && sscanf(ts + 5, "%lf", &b) == 1 &&
-                sscanf(du + 6, "%lf", &d) == 1) {
-                busy += d;
-                t0 = b < t0 ? b : t0;
-                t1 = b + d > t1 ? b + d : t1;
-            }
-        }
-        if (f != NULL) {
-            fclose(f);
-        }
-    }
-    remove(path);
-    return t1 > t0 ? busy / (t1 - t0) : NAN;
-}
-
-/* memory of the 2-SIM graph as the input copies grow */
-static void pipe_memory(struct pipe * p, ggml_backend_sched_t s, ggml_backend_t * backends) {
-    const int copies[3] = { 1, 2, 4 };
-    for (int c = 0; c < 3; c++) {
-        if (!ggmlx_sched_set_n_copies(s, copies[c])) {
-            die("ggmlx_sched_set_n_copies");
-        }
-        /* one alloc per slot, so every slot has had its memory */
-        for (int k = 0; k < copies[c]; k++) {
-            ggml_backend_sched_reset(s);
-            if (!ggml_backend_sched_alloc_graph(s, p->g)) {
-                die("ggml_backend_sched_alloc_graph (memory)");
-            }
-        }
-        struct ggmlx_sched_stats st;
-        ggmlx_sched_get_stats(s, &st);
-        struct memrow * m = &g_mem[g_n_mem++];
-        memset(m, 0, sizeof *m);
-        m->graph         = "two-stage pipeline (input 256 KiB)";
-        m->n_copies      = copies[c];
-        g_n_mem_backends = 3;
-        for (int b = 0; b < 3; b++) {
-            g_mem_backends[b] = ggml_backend_name(backends[b]);
-            m->bytes[b]       = ggml_backend_sched_get_buffer_size(s, backends[b]);
-            for (int j = 0; j < GGMLX_SCHED_MAX_COPIES; j++) {
-                m->slot_bytes += st.input_slot_bytes[b][j];
-            }
-        }
-    }
-}
+#include "bench-sched-pipe.h"
 
 enum { PIPE_RUNS = 3 };
 
@@ -453,7 +320,7 @@ static void bench_pipeline(bool quick) {
     };
     struct pipe p[PIPE_RUNS];
     ggml_backend_sched_t s[PIPE_RUNS];
-    double * t[PIPE_RUNS];
+    double * t[PIPE_RUNS], * td[2];
     for (int i = 0; i < PIPE_RUNS; i++) {
         pipe_init(&p[i], runs[i].stages);
         s[i] = new_sched(backends, 3, 256, true);
@@ -462,6 +329,8 @@ static void bench_pipeline(bool quick) {
         }
         t[i] = malloc(sizeof *t[i] * (size_t) reps);
     }
+    td[0] = malloc(sizeof *td[0] * (size_t) reps);
+    td[1] = malloc(sizeof *td[1] * (size_t) reps);
     /* the runs take turns, so a burst of load from elsewhere hits them alike; rep 0 warms up */
     for (int r = 0; r <= reps; r++) {
         for (int i = 0; i < PIPE_RUNS; i++) {
@@ -473,6 +342,22 @@ static void bench_pipeline(bool quick) {
                 t[i][r - 1] = per;
             }
         }
+        /* the machine's own ceiling: the same two stages with no scheduler, on one device or two */
+        for (int i = 0; i < 2; i++) {
+            const double per = stages_run(&p[i], K);
+            if (r > 0) {
+                td[i][r - 1] = per;
+            }
+        }
+    }
+    const char * direct[2] = { "no scheduler: the two stage graphs one after the other on SIM0",
+                               "no scheduler: stage 1 on SIM0 and stage 2 on SIM1 at once" };
+    double dmed[2];
+    for (int i = 0; i < 2; i++) {
+        struct result * r = add_result("two stage graphs, per pair", direct[i], td[i], reps, 2 * PIPE_L, 0);
+        r->iters = reps * K;
+        dmed[i]  = r->median_us;
+        free(td[i]);
     }
     double med[PIPE_RUNS], best[PIPE_RUNS];
     float * result[PIPE_RUNS];
@@ -504,6 +389,10 @@ static void bench_pipeline(bool quick) {
                 "ideal 2x; SIM devices compute with 1 thread each, on 2 vCPUs shared with the caller");
     add_derived("pipeline speed-up, 2 SIM over 1 (best runs)", best[0] / best[1], "x",
                 "the fastest of the repetitions of each: the least disturbed by other load");
+    add_derived("ceiling: 2 SIM over 1 without a scheduler (medians)", dmed[0] / dmed[1], "x",
+                "what this machine gives two device threads doing independent matmuls at once");
+    add_derived("pipeline speed-up over the ceiling (medians)", (med[0] / med[1]) / (dmed[0] / dmed[1]), "",
+                "1.0: the scheduler's pipeline overlaps as well as independent work does");
     add_derived("pipeline speed-up, 2 SIM with 1 input copy over 1 SIM (medians)", med[0] / med[2], "x",
                 "one input copy: each compute waits for the previous one, so no overlap");
     add_derived("devices computing at once, 2 SIM (traced run)", overlap2, "of 2",
