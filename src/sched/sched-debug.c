@@ -52,10 +52,11 @@ static const char * fmt_size(size_t n, char * buf, size_t size) {
 
 /* the split state of t, NULL when t was not part of the graph last split */
 static const struct sched_tinfo * tinfo_of(const struct ggml_backend_sched * sched, const struct ggml_tensor * t) {
-    if (t == NULL || sched->tinfo == NULL || sched->hash.size == 0 || !ggmlx_hash_contains(&sched->hash, t)) {
+    const int32_t slot = sched->tinfo != NULL ? ggmlx_sched_find(sched, t) : -1;
+    if (slot < 0) {
         return NULL;
     }
-    return &sched->tinfo[ggmlx_hash_find(&sched->hash, t)];
+    return &sched->tinfo[slot];
 }
 
 static const char * tensor_name(const struct ggml_tensor * t) {

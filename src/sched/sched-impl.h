@@ -51,6 +51,20 @@ struct sched_tinfo {
     bool   allocated;   /* unallocated before the split: the scheduler gives it memory */
 };
 
+/*
+ * Open addressing over a power of two, keyed by tensor pointer. A slot is in use only when its
+ * generation is the table's, so starting a new graph clears nothing.
+ */
+struct sched_table {
+    struct ggml_tensor ** keys;
+    int32_t             * ids;   /* dense index into tinfo, in order of first sight */
+    uint32_t            * gen;
+    size_t                cap;
+    uint32_t              cur;
+    int32_t               n;     /* tensors seen */
+    size_t                tinfo_cap;
+};
+
 /* A tensor pinned with ggml_backend_sched_set_tensor_backend. */
 struct sched_pin {
     struct ggml_tensor * tensor;
@@ -123,8 +137,8 @@ struct ggml_backend_sched {
     size_t                     graph_size;
 
     /* the graph being split: per-tensor info in a hash keyed by tensor pointer */
-    struct ggmlx_hash_set      hash;
-    struct sched_tinfo       * tinfo;          /* [hash.size] */
+    struct sched_table         table;          /* tensor -> slot of tinfo */
+    struct sched_tinfo       * tinfo;          /* [table.n], in order of first sight */
     int32_t                  * node_slots;     /* per node: its slot and its sources' (-1 none) */
     int                        node_slots_cap;
     struct ggml_cgraph       * graph;          /* the user's graph last split */
@@ -196,6 +210,8 @@ bool ggmlx_sched_split(struct ggml_backend_sched * sched, struct ggml_cgraph * g
 /* Point rewritten sources at their copies (apply) or back at the originals (restore). */
 void ggmlx_sched_apply_rewrites(struct ggml_backend_sched * sched);
 void ggmlx_sched_restore_rewrites(struct ggml_backend_sched * sched);
+/* t's index in tinfo for the last split, -1 when it was not part of it */
+int32_t ggmlx_sched_find(const struct ggml_backend_sched * sched, const struct ggml_tensor * t);
 /* the backend a tensor was assigned, -1 none */
 int  ggmlx_sched_tensor_backend_id(const struct ggml_backend_sched * sched, const struct ggml_tensor * t);
 /* forget the last graph's assignments (not the pins) */

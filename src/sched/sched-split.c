@@ -24,42 +24,88 @@
 /* ---- the tensor table ----------------------------------------------------------------------- */
 
 static bool table_prepare(struct ggml_backend_sched * sched, size_t n) {
-    const size_t size  = ggmlx_hash_size(2 * n + 16);
-    const size_t words = (size + 31) / 32;
-    if (size > sched->hash.size) {
-        uint32_t *            used  = malloc(words * sizeof *used);
-        struct ggml_tensor ** keys  = malloc(size * sizeof *keys);
-        struct sched_tinfo *  tinfo = malloc(size * sizeof *tinfo);
-        if (used == NULL || keys == NULL || tinfo == NULL) {
-            free(used);
+    struct sched_table * tb = &sched->table;
+    size_t cap = 64;
+    while (cap < 2 * n) {
+        cap *= 2;
+    }
+    if (cap > tb->cap) {
+        struct ggml_tensor ** keys = malloc(cap * sizeof *keys);
+        int32_t *             ids  = malloc(cap * sizeof *ids);
+        uint32_t *            gen  = calloc(cap, sizeof *gen);
+        if (keys == NULL || ids == NULL || gen == NULL) {
             free(keys);
-            free(tinfo);
+            free(ids);
+            free(gen);
             return false;
         }
-        free(sched->hash.used);
-        free(sched->hash.keys);
-        free(sched->tinfo);
-        sched->hash.used = used;
-        sched->hash.keys = keys;
-        sched->hash.size = size;
-        sched->tinfo     = tinfo;
+        free(tb->keys);
+        free(tb->ids);
+        free(tb->gen);
+        tb->keys = keys;
+        tb->ids  = ids;
+        tb->gen  = gen;
+        tb->cap  = cap;
+        tb->cur  = 0;
     }
-    memset(sched->hash.used, 0, ((sched->hash.size + 31) / 32) * sizeof *sched->hash.used);
+    if (n > tb->tinfo_cap) {
+        struct sched_tinfo * tinfo = malloc(n * sizeof *tinfo);
+        if (tinfo == NULL) {
+            return false;
+        }
+        free(sched->tinfo);
+        sched->tinfo  = tinfo;
+        tb->tinfo_cap = n;
+    }
+    if (++tb->cur == 0) {
+        memset(tb->gen, 0, tb->cap * sizeof *tb->gen);
+        tb->cur = 1;
+    }
+    tb->n = 0;
     return true;
 }
 
-/* t's slot, its entry made on first sight; the table is sized for every tensor the graph names */
-static int32_t slot_of(struct ggml_backend_sched * sched, struct ggml_tensor * t) {
-    const size_t i = ggmlx_hash_find(&sched->hash, t);
-    if (!((sched->hash.used[i / 32] >> (i % 32)) & 1u)) {
-        sched->hash.used[i / 32] |= 1u << (i % 32);
-        sched->hash.keys[i] = t;
-        struct sched_tinfo * ti = &sched->tinfo[i];
-        memset(ti, 0, sizeof *ti);
-        ti->backend    = -1;
-        ti->last_write = -1;
+static inline size_t table_hash(const struct ggml_tensor * t) {
+    uint64_t x = (uint64_t) (uintptr_t) t;
+    x ^= x >> 31;
+    x *= 0x9e3779b97f4a7c15ull;
+    return (size_t) (x >> 20);
+}
+
+/* t's index, its entry made on first sight; the table is sized for every tensor the graph names */
+static inline int32_t slot_of(struct ggml_backend_sched * sched, struct ggml_tensor * t) {
+    struct sched_table * tb = &sched->table;
+    const size_t mask = tb->cap - 1;
+    size_t i = table_hash(t) & mask;
+    while (tb->gen[i] == tb->cur) {
+        if (tb->keys[i] == t) {
+            return tb->ids[i];
+        }
+        i = (i + 1) & mask;
     }
-    return (int32_t) i;
+    const int32_t id = tb->n++;
+    tb->gen[i]  = tb->cur;
+    tb->keys[i] = t;
+    tb->ids[i]  = id;
+    struct sched_tinfo * ti = &sched->tinfo[id];
+    memset(ti, 0, sizeof *ti);
+    ti->backend    = -1;
+    ti->last_write = -1;
+    return id;
+}
+
+int32_t ggmlx_sched_find(const struct ggml_backend_sched * sched, const struct ggml_tensor * t) {
+    const struct sched_table * tb = &sched->table;
+    if (tb->cap == 0 || t == NULL) {
+        return -1;
+    }
+    const size_t mask = tb->cap - 1;
+    for (size_t i = table_hash(t) & mask; tb->gen[i] == tb->cur; i = (i + 1) & mask) {
+        if (tb->keys[i] == t) {
+            return tb->ids[i];
+        }
+    }
+    return -1;
 }
 
 static struct sched_tinfo * info(struct ggml_backend_sched * sched, struct ggml_tensor * t) {
@@ -73,10 +119,8 @@ static struct sched_tinfo * info(struct ggml_backend_sched * sched, struct ggml_
 #define SRC_INFO(sched, i, j) (&(sched)->tinfo[(sched)->node_slots[(size_t) (i) * SLOTS_PER_NODE + 2 + (j)]])
 
 int ggmlx_sched_tensor_backend_id(const struct ggml_backend_sched * sched, const struct ggml_tensor * t) {
-    if (!sched->split_ok || sched->hash.size == 0 || !ggmlx_hash_contains(&sched->hash, t)) {
-        return -1;
-    }
-    return sched->tinfo[ggmlx_hash_find(&sched->hash, t)].backend;
+    const int32_t i = sched->split_ok ? ggmlx_sched_find(sched, t) : -1;
+    return i >= 0 ? sched->tinfo[i].backend : -1;
 }
 
 void ggmlx_sched_clear_assignments(struct ggml_backend_sched * sched) {

@@ -199,8 +199,9 @@ void ggml_backend_sched_free(ggml_backend_sched_t sched) {
     free_events(sched);
     ggml_gallocr_free(sched->galloc);
     ggml_free(sched->ctx);
-    free(sched->hash.used);
-    free(sched->hash.keys);
+    free(sched->table.keys);
+    free(sched->table.ids);
+    free(sched->table.gen);
     free(sched->tinfo);
     free(sched->node_slots);
     free(sched->splits);
