@@ -82,6 +82,7 @@ struct ggml_gallocr {
     bool                         planned;
     struct ggmlx_sim_map         map;     /* scratch for planning */
     struct ggmlx_index_map       fmap;    /* scratch for fingerprints */
+    uint64_t                     fp_override; /* non-zero: the caller's fingerprint of the graph */
 };
 
 /*
@@ -94,6 +95,19 @@ bool ggmlx_gallocr_plan(struct ggml_gallocr * g, struct ggml_cgraph * graph, con
 
 /* A hash of the graph's structure (ops, flags, which tensor feeds which); false when out of host memory. */
 bool ggmlx_gallocr_fingerprint(struct ggml_gallocr * g, struct ggml_cgraph * graph, uint64_t * out);
+/* which sources an in-place op could share memory with (part of a fingerprint) */
+uint32_t ggmlx_gallocr_inplace_bits(const struct ggml_tensor * t);
+
+/*
+ * Use fp (non-zero) as the fingerprint of the graphs given from now on, instead of computing
+ * one; 0 goes back to computing. The caller vouches that fp identifies the graph's structure
+ * (ops, flags, which tensor feeds which, in-place bits) and that every source of a node is a
+ * node or leaf of the graph. The scheduler knows both from its split at no extra cost.
+ */
+static inline void ggmlx_gallocr_set_fingerprint(struct ggml_gallocr * g, uint64_t fp) {
+    g->fp_override = fp;
+}
+
 /* after a fingerprint: is t a node or leaf of the graph it was taken of? */
 bool ggmlx_gallocr_in_fingerprint(const struct ggml_gallocr * g, const struct ggml_tensor * t);
 

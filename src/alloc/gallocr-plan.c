@@ -454,11 +454,27 @@ static uint64_t code_of(const struct ggmlx_index_map * m, const struct ggml_tens
     return 1;
 }
 
+uint32_t ggmlx_gallocr_inplace_bits(const struct ggml_tensor * t) {
+    uint32_t same = 0;
+    if (op_can_inplace(t->op)) {
+        for (int j = 0; j < GGML_MAX_SRC; j++) {
+            if (t->src[j] != NULL && same_layout(t, t->src[j])) {
+                same |= 1u << j;
+            }
+        }
+    }
+    return same;
+}
+
 bool ggmlx_gallocr_in_fingerprint(const struct ggml_gallocr * g, const struct ggml_tensor * t) {
     return code_of(&g->fmap, t) != 1;
 }
 
 bool ggmlx_gallocr_fingerprint(struct ggml_gallocr * g, struct ggml_cgraph * graph, uint64_t * out) {
+    if (g->fp_override != 0) {
+        *out = g->fp_override;
+        return true;
+    }
     const int32_t keep = GGML_TENSOR_FLAG_INPUT | GGML_TENSOR_FLAG_OUTPUT;
     struct ggmlx_index_map * m = &g->fmap;
     if (!imap_prepare(m, (size_t) graph->n_nodes + (size_t) graph->n_leafs)) {

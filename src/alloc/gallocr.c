@@ -285,7 +285,8 @@ static bool plan_matches(ggml_gallocr_t g, struct ggml_cgraph * graph) {
         /* sources that are nodes or leafs were checked as such */
         for (int j = 0; j < GGML_MAX_SRC; j++) {
             const struct ggml_tensor * s = node->src[j];
-            if (s != NULL && s->data == NULL && !ggmlx_gallocr_in_fingerprint(g, s) && !fits(g, s, &p->nodes[i].src[j])) {
+            if (s != NULL && s->data == NULL && g->fp_override == 0 && !ggmlx_gallocr_in_fingerprint(g, s) &&
+                !fits(g, s, &p->nodes[i].src[j])) {
                 return false;
             }
         }

@@ -147,8 +147,7 @@ static void own_cb(ggml_backend_buffer_t buffer, void * user) {
     ggmlx_sched_add_own_buffer(user, buffer);
 }
 
-static bool alloc_compute(struct ggml_backend_sched * sched, const char * func) {
-    struct ggml_cgraph * a = sched->alloc_graph;
+static bool alloc_compute_fp(struct ggml_backend_sched * sched, struct ggml_cgraph * a, const char * func) {
     ggmlx_clear_last_error();
     if (!ggml_gallocr_alloc_graph(sched->galloc, a)) {
         if (ggmlx_last_error() != NULL) {
@@ -173,6 +172,14 @@ static bool alloc_compute(struct ggml_backend_sched * sched, const char * func) 
     }
     ggmlx_gallocr_foreach_buffer(sched->galloc, own_cb, sched);
     return true;
+}
+
+static bool alloc_compute(struct ggml_backend_sched * sched, const char * func) {
+    struct ggml_cgraph * a = sched->alloc_graph;
+    ggmlx_gallocr_set_fingerprint(sched->galloc, sched->fingerprint);
+    const bool ok = alloc_compute_fp(sched, a, func);
+    ggmlx_gallocr_set_fingerprint(sched->galloc, 0);
+    return ok;
 }
 
 static void mark_own(struct ggml_backend_sched * sched, struct ggml_tensor * t) {
@@ -268,7 +275,9 @@ bool ggmlx_sched_reserve(struct ggml_backend_sched * sched, struct ggml_cgraph *
             sizes_only[b] += need[b] * (size_t) sched->n_copies;
         }
     } else {
+        ggmlx_gallocr_set_fingerprint(sched->galloc, sched->fingerprint);
         ok = ggml_gallocr_reserve_n(sched->galloc, sched->alloc_graph, sched->node_ids, sched->leaf_ids);
+        ggmlx_gallocr_set_fingerprint(sched->galloc, 0);
         sched->stats.n_reallocs += ok;
         ggmlx_gallocr_foreach_buffer(sched->galloc, own_cb, sched);
         for (int b = 0; b < sched->n_backends && ok; b++) {

@@ -185,6 +185,7 @@ struct ggml_backend_sched {
     ggml_backend_event_t       ev_slot[GGML_SCHED_MAX_BACKENDS][GGMLX_SCHED_MAX_COPIES]; /* end of a slot's compute */
     uint32_t                   pending_read[GGML_SCHED_MAX_BACKENDS]; /* backends that may still read b's memory */
 
+    uint64_t                   fingerprint;    /* structure of the allocator's graph (never 0) */
     bool                       is_reset, is_alloc;
     bool                       split_ok;       /* the last split succeeded */
 

@@ -17,6 +17,7 @@
  * (ggmlx_sched_apply_rewrites / restore_rewrites).
  */
 #include "sched-impl.h"
+#include "alloc/gallocr-impl.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -611,6 +612,49 @@ static bool build_alloc_graph(struct ggml_backend_sched * sched, struct ggml_cgr
     return true;
 }
 
+/* ---- the allocator's fingerprint --------------------------------------------------------------- */
+
+static inline uint64_t mix(uint64_t h, uint64_t v) {
+    return (h ^ v) * 0x100000001b3ull + 0x9e3779b97f4a7c15ull;
+}
+
+/*
+ * What the allocator's plan depends on, taken from the split's own tables (dense tensor ids are
+ * handed out in graph order, so equal structures give equal ids): sizes, every node's op, flags,
+ * sources, in-place bits and backend, and the copies. Shapes are not in it: the allocator checks
+ * that every tensor still fits its planned place.
+ */
+static void fingerprint(struct ggml_backend_sched * sched, struct ggml_cgraph * g) {
+    const int32_t keep = GGML_TENSOR_FLAG_INPUT | GGML_TENSOR_FLAG_OUTPUT;
+    uint64_t h = mix(mix(mix(0xcbf29ce484222325ull, (uint64_t) g->n_nodes), (uint64_t) g->n_leafs),
+                     (uint64_t) sched->n_inputs);
+    for (int i = 0; i < g->n_leafs; i++) {
+        h = mix(h, (uint64_t) (g->leafs[i]->flags & keep) << 8 | (uint64_t) info(sched, g->leafs[i])->backend);
+    }
+    for (int i = 0; i < g->n_nodes; i++) {
+        struct ggml_tensor * node = g->nodes[i];
+        h = mix(h, (uint64_t) node->op << 32 | (uint64_t) (node->flags & keep) << 8 | (uint8_t) NODE_INFO(sched, i)->backend);
+        h = mix(h, node->view_src ? (uint64_t) slot_of(sched, node->view_src) + 1 : 0);
+        const int32_t * srcs = &sched->node_slots[(size_t) i * SLOTS_PER_NODE + 2];
+        for (int j = 0; j < NSRC(sched, i); j++) {
+            h = mix(h, (uint64_t) (srcs[j] + 1) << 4 | (uint64_t) j);
+        }
+        h = mix(h, ggmlx_gallocr_inplace_bits(node));
+    }
+    for (int k = 0; k < sched->n_inputs; k++) {
+        const struct sched_input * in = &sched->inputs[k];
+        h = mix(h, (uint64_t) slot_of(sched, in->src) << 16 | (uint64_t) in->dst_backend << 8 | (uint64_t) in->src_backend);
+        h = mix(h, (uint64_t) in->first_node);
+    }
+    for (int r = 0; r < sched->n_rewrites; r++) {
+        h = mix(h, (uint64_t) (sched->rewrites[r].j) << 32 | (uint64_t) slot_of(sched, sched->rewrites[r].node));
+    }
+    for (int s = 0; s < sched->n_splits; s++) {
+        h = mix(h, (uint64_t) sched->splits[s].i_start << 32 | (uint64_t) sched->splits[s].n_inputs);
+    }
+    sched->fingerprint = h != 0 ? h : 1;
+}
+
 /* ---- rewrites ------------------------------------------------------------------------------- */
 
 void ggmlx_sched_apply_rewrites(struct ggml_backend_sched * sched) {
@@ -728,6 +772,7 @@ bool ggmlx_sched_split(struct ggml_backend_sched * sched, struct ggml_cgraph * g
         }
         return false;
     }
+    fingerprint(sched, g);
     sched->split_ok = true;
     if (sched->debug > 0) {
         ggmlx_sched_print_splits(sched);
