@@ -9,6 +9,7 @@
 #include "ggml-alloc.h"
 #include "ggml-backend-impl.h"
 #include "dyn-tallocr.h"
+#include "ptr-map.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -54,18 +55,6 @@ struct ggmlx_sim_map {
     size_t                   cap; /* a power of two, 0 before first use */
 };
 
-/*
- * Tensor -> position, for fingerprints. Slots belong to the current use only when their
- * generation matches, so starting over costs nothing (no clearing of the whole table).
- */
-struct ggmlx_index_map {
-    const struct ggml_tensor ** keys;
-    int32_t                   * vals;
-    uint32_t                  * gen;
-    size_t                      cap; /* a power of two, 0 before first use */
-    uint32_t                    cur;
-};
-
 /* A graph's memory in one buffer type: one backend buffer per allocator chunk. */
 struct ggmlx_vbuffer {
     int                   n_chunks;
@@ -81,7 +70,7 @@ struct ggml_gallocr {
     struct ggmlx_gplan           plan;    /* the plan the buffers are sized for */
     bool                         planned;
     struct ggmlx_sim_map         map;     /* scratch for planning */
-    struct ggmlx_index_map       fmap;    /* scratch for fingerprints */
+    struct ggmlx_ptr_map         fmap;    /* scratch for fingerprints: tensor -> position */
     uint64_t                     fp_override; /* non-zero: the caller's fingerprint of the graph */
 };
 

@@ -395,63 +395,13 @@ static uint64_t mix(uint64_t h, uint64_t v) {
     return (h ^ v) * 0x100000001b3ull + 0x9e3779b97f4a7c15ull;
 }
 
-/* ---- the fingerprint's index map ------------------------------------------------------------- */
-
-static bool imap_prepare(struct ggmlx_index_map * m, size_t n) {
-    size_t cap = 64;
-    while (cap < 2 * n) {
-        cap *= 2;
-    }
-    if (cap > m->cap) {
-        const struct ggml_tensor ** keys = malloc(cap * sizeof *keys);
-        int32_t *                   vals = malloc(cap * sizeof *vals);
-        uint32_t *                  gen  = calloc(cap, sizeof *gen);
-        if (keys == NULL || vals == NULL || gen == NULL) {
-            free(keys);
-            free(vals);
-            free(gen);
-            return false;
-        }
-        free(m->keys);
-        free(m->vals);
-        free(m->gen);
-        m->keys = keys;
-        m->vals = vals;
-        m->gen  = gen;
-        m->cap  = cap;
-        m->cur  = 0;
-    }
-    if (++m->cur == 0) {
-        memset(m->gen, 0, m->cap * sizeof *m->gen);
-        m->cur = 1;
-    }
-    return true;
-}
-
-/* the table has room: it holds at most half its capacity */
-static void imap_put(struct ggmlx_index_map * m, const struct ggml_tensor * t, int32_t v) {
-    const size_t mask = m->cap - 1;
-    size_t i = hash_ptr(t) & mask;
-    while (m->gen[i] == m->cur && m->keys[i] != t) {
-        i = (i + 1) & mask;
-    }
-    m->keys[i] = t;
-    m->vals[i] = v;
-    m->gen[i]  = m->cur;
-}
-
 /* position of t in the graph (leaf or node), or 1 when it is not part of it */
-static uint64_t code_of(const struct ggmlx_index_map * m, const struct ggml_tensor * t) {
+static uint64_t code_of(const struct ggmlx_ptr_map * m, const struct ggml_tensor * t) {
     if (t == NULL) {
         return 0;
     }
-    const size_t mask = m->cap - 1;
-    for (size_t i = hash_ptr(t) & mask; m->gen[i] == m->cur; i = (i + 1) & mask) {
-        if (m->keys[i] == t) {
-            return (uint64_t) m->vals[i];
-        }
-    }
-    return 1;
+    const int32_t v = ggmlx_ptr_map_find(m, t);
+    return v >= 0 ? (uint64_t) v : 1;
 }
 
 uint32_t ggmlx_gallocr_inplace_bits(const struct ggml_tensor * t) {
@@ -476,13 +426,13 @@ bool ggmlx_gallocr_fingerprint(struct ggml_gallocr * g, struct ggml_cgraph * gra
         return true;
     }
     const int32_t keep = GGML_TENSOR_FLAG_INPUT | GGML_TENSOR_FLAG_OUTPUT;
-    struct ggmlx_index_map * m = &g->fmap;
-    if (!imap_prepare(m, (size_t) graph->n_nodes + (size_t) graph->n_leafs)) {
+    struct ggmlx_ptr_map * m = &g->fmap;
+    if (!ggmlx_ptr_map_reset(m, (size_t) graph->n_nodes + (size_t) graph->n_leafs)) {
         return false;
     }
     uint64_t h = mix(mix(0xcbf29ce484222325ull, (uint64_t) graph->n_nodes), (uint64_t) graph->n_leafs);
     for (int i = 0; i < graph->n_leafs; i++) {
-        imap_put(m, graph->leafs[i], 2 * i + 2);
+        ggmlx_ptr_map_put(m, graph->leafs[i], 2 * i + 2);
         h = mix(h, (uint64_t) (graph->leafs[i]->flags & keep));
     }
     for (int i = 0; i < graph->n_nodes; i++) {
@@ -502,7 +452,7 @@ bool ggmlx_gallocr_fingerprint(struct ggml_gallocr * g, struct ggml_cgraph * gra
             }
         }
         h = mix(h, same);
-        imap_put(m, t, 2 * i + 3);
+        ggmlx_ptr_map_put(m, t, 2 * i + 3);
     }
     *out = h;
     return true;

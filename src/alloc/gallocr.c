@@ -155,9 +155,7 @@ void ggml_gallocr_free(ggml_gallocr_t galloc) {
     }
     ggmlx_gplan_free(&galloc->plan);
     free(galloc->map.slots);
-    free(galloc->fmap.keys);
-    free(galloc->fmap.vals);
-    free(galloc->fmap.gen);
+    ggmlx_ptr_map_free(&galloc->fmap);
     free(galloc->bufts);
     free(galloc->owner);
     free(galloc->tallocs);

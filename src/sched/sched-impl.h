@@ -16,6 +16,7 @@
 #include "ggmlx-sched.h"
 #include "ggmlx.h"
 #include "ggmlx-backend.h"
+#include "alloc/ptr-map.h"
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -51,18 +52,11 @@ struct sched_tinfo {
     bool   allocated;   /* unallocated before the split: the scheduler gives it memory */
 };
 
-/*
- * Open addressing over a power of two, keyed by tensor pointer. A slot is in use only when its
- * generation is the table's, so starting a new graph clears nothing.
- */
+/* Per-tensor state of the graph being split: tensor -> dense index into tinfo. */
 struct sched_table {
-    struct ggml_tensor ** keys;
-    int32_t             * ids;   /* dense index into tinfo, in order of first sight */
-    uint32_t            * gen;
-    size_t                cap;
-    uint32_t              cur;
-    int32_t               n;     /* tensors seen */
-    size_t                tinfo_cap;
+    struct ggmlx_ptr_map map;
+    int32_t              n;          /* tensors seen, in order of first sight */
+    size_t               tinfo_cap;
 };
 
 /* A tensor pinned with ggml_backend_sched_set_tensor_backend. */

@@ -26,28 +26,8 @@
 
 static bool table_prepare(struct ggml_backend_sched * sched, size_t n) {
     struct sched_table * tb = &sched->table;
-    size_t cap = 64;
-    while (cap < 2 * n) {
-        cap *= 2;
-    }
-    if (cap > tb->cap) {
-        struct ggml_tensor ** keys = malloc(cap * sizeof *keys);
-        int32_t *             ids  = malloc(cap * sizeof *ids);
-        uint32_t *            gen  = calloc(cap, sizeof *gen);
-        if (keys == NULL || ids == NULL || gen == NULL) {
-            free(keys);
-            free(ids);
-            free(gen);
-            return false;
-        }
-        free(tb->keys);
-        free(tb->ids);
-        free(tb->gen);
-        tb->keys = keys;
-        tb->ids  = ids;
-        tb->gen  = gen;
-        tb->cap  = cap;
-        tb->cur  = 0;
+    if (!ggmlx_ptr_map_reset(&tb->map, n)) {
+        return false;
     }
     if (n > tb->tinfo_cap) {
         struct sched_tinfo * tinfo = malloc(n * sizeof *tinfo);
@@ -58,55 +38,27 @@ static bool table_prepare(struct ggml_backend_sched * sched, size_t n) {
         sched->tinfo  = tinfo;
         tb->tinfo_cap = n;
     }
-    if (++tb->cur == 0) {
-        memset(tb->gen, 0, tb->cap * sizeof *tb->gen);
-        tb->cur = 1;
-    }
     tb->n = 0;
     return true;
-}
-
-static inline size_t table_hash(const struct ggml_tensor * t) {
-    uint64_t x = (uint64_t) (uintptr_t) t;
-    x ^= x >> 31;
-    x *= 0x9e3779b97f4a7c15ull;
-    return (size_t) (x >> 20);
 }
 
 /* t's index, its entry made on first sight; the table is sized for every tensor the graph names */
 static inline int32_t slot_of(struct ggml_backend_sched * sched, struct ggml_tensor * t) {
     struct sched_table * tb = &sched->table;
-    const size_t mask = tb->cap - 1;
-    size_t i = table_hash(t) & mask;
-    while (tb->gen[i] == tb->cur) {
-        if (tb->keys[i] == t) {
-            return tb->ids[i];
-        }
-        i = (i + 1) & mask;
+    bool added;
+    const int32_t id = ggmlx_ptr_map_get_or_add(&tb->map, t, tb->n, &added);
+    if (added) {
+        tb->n++;
+        struct sched_tinfo * ti = &sched->tinfo[id];
+        memset(ti, 0, sizeof *ti);
+        ti->backend    = -1;
+        ti->last_write = -1;
     }
-    const int32_t id = tb->n++;
-    tb->gen[i]  = tb->cur;
-    tb->keys[i] = t;
-    tb->ids[i]  = id;
-    struct sched_tinfo * ti = &sched->tinfo[id];
-    memset(ti, 0, sizeof *ti);
-    ti->backend    = -1;
-    ti->last_write = -1;
     return id;
 }
 
 int32_t ggmlx_sched_find(const struct ggml_backend_sched * sched, const struct ggml_tensor * t) {
-    const struct sched_table * tb = &sched->table;
-    if (tb->cap == 0 || t == NULL) {
-        return -1;
-    }
-    const size_t mask = tb->cap - 1;
-    for (size_t i = table_hash(t) & mask; tb->gen[i] == tb->cur; i = (i + 1) & mask) {
-        if (tb->keys[i] == t) {
-            return tb->ids[i];
-        }
-    }
-    return -1;
+    return t != NULL ? ggmlx_ptr_map_find(&sched->table.map, t) : -1;
 }
 
 static struct sched_tinfo * info(struct ggml_backend_sched * sched, struct ggml_tensor * t) {

@@ -199,9 +199,7 @@ void ggml_backend_sched_free(ggml_backend_sched_t sched) {
     free_events(sched);
     ggml_gallocr_free(sched->galloc);
     ggml_free(sched->ctx);
-    free(sched->table.keys);
-    free(sched->table.ids);
-    free(sched->table.gen);
+    ggmlx_ptr_map_free(&sched->table.map);
     free(sched->tinfo);
     free(sched->node_slots);
     free(sched->splits);
