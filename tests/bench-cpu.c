@@ -1,10 +1,14 @@
 /*
  * bench-cpu.c -- CPU throughput: matrix products and per-node overhead of the graph executor.
  *
- *   bench-cpu [--quick] [--json] [--runs N]
+ *   bench-cpu [--quick] [--json] [--runs N] [--only mul_mat|mul_mat_vec|mem_read|add_chain]
  *
  * mul_mat: a (weights, F32/F16/BF16) [K=4096, N=4096] times b (F32) [K, M=512], 2*K*N*M flops,
  * on 1 and 2 threads; reported as GFLOP/s, best of a few runs after a warm-up.
+ * mul_mat_vec: the same weights types [K=4096, N=16384] (larger than the last-level cache) times
+ * one F32 column (batch 1, the token-generation case), on 1 and 2 threads; reported as GB/s of
+ * weight bytes read, next to mem_read: a streaming read (four prefetched streams per thread, as a
+ * GEMV walks four rows) of an equally large buffer, the bandwidth a kernel can hope for.
  * add chain: a graph of 2000 dependent ADDs of 16-element F32 vectors, built once and computed
  * repeatedly; reported as microseconds per node (what the executor costs beyond the kernels).
  * --quick shrinks everything so CI can smoke-run it in a second or two; --json prints JSON
@@ -14,6 +18,8 @@
 #include "ggml-cpu.h"
 #include "ggmlx.h"
 
+#include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -147,6 +153,123 @@ static int bench_mul_mat(enum ggml_type type, int64_t K, int64_t N, int64_t M, i
     return rc;
 }
 
+/* matrix-vector product: GB/s of weight bytes streamed */
+static int bench_mul_mat_vec(enum ggml_type type, int64_t K, int64_t N, int runs) {
+    const size_t wbytes = ggml_row_size(type, K) * (size_t)N;
+    const size_t mem = wbytes + (size_t)(K + N) * sizeof(float) + 16 * ggml_tensor_overhead() +
+                       ggml_graph_overhead() + (1u << 20);
+    struct ggml_init_params ip = { mem, NULL, false };
+    struct ggml_context * ctx = ggml_init(ip);
+    if (ctx == NULL) {
+        fprintf(stderr, "ggml_init(%zu bytes) failed\n", mem);
+        return 1;
+    }
+    struct ggml_tensor * a = ggml_new_tensor_2d(ctx, type, K, N);
+    struct ggml_tensor * b = ggml_new_tensor_1d(ctx, GGML_TYPE_F32, K);
+    struct ggml_tensor * c = ggml_mul_mat(ctx, a, b);
+    struct ggml_cgraph * gf = ggml_new_graph(ctx);
+    if (c == NULL || gf == NULL) {
+        fprintf(stderr, "building the mul_mat_vec graph failed: %s\n", ggmlx_last_error() ? ggmlx_last_error() : "?");
+        ggml_free(ctx);
+        return 1;
+    }
+    ggml_build_forward_expand(gf, c);
+    fill(a, 5);
+    fill(b, 6);
+
+    char name[48], shape[64];
+    snprintf(name, sizeof name, "mul_mat_vec_%s", ggml_type_name(type));
+    snprintf(shape, sizeof shape, "%lldx%lld * %lldx1 (%.0f MiB)", (long long)N, (long long)K, (long long)K,
+             (double)wbytes / (1024.0 * 1024.0));
+    int rc = 0;
+    for (int nt = 1; nt <= 2; nt++) {
+        const double t = time_graph(gf, nt, runs);
+        if (t <= 0.0) {
+            rc = 1;
+            continue;
+        }
+        add_result(name, nt, (double)wbytes / t * 1e-9, "GB/s", shape);
+    }
+    ggml_free(ctx);
+    return rc;
+}
+
+struct read_job {
+    const uint64_t * p;
+    size_t           n;
+    uint64_t         sum;
+};
+
+/* four streams (the part's quarters) read at once, prefetched ahead: how a GEMV walks rows */
+static void * read_part(void * arg) {
+    struct read_job * j = (struct read_job *)arg;
+    const size_t     q = j->n / 4;
+    const uint64_t * p0 = j->p, * p1 = p0 + q, * p2 = p1 + q, * p3 = p2 + q;
+    uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+    for (size_t i = 0; i < q; i += 8) {
+        __builtin_prefetch(p0 + i + 128);
+        __builtin_prefetch(p1 + i + 128);
+        __builtin_prefetch(p2 + i + 128);
+        __builtin_prefetch(p3 + i + 128);
+        for (size_t k = i; k < i + 8 && k < q; k++) {
+            s0 += p0[k];
+            s1 += p1[k];
+            s2 += p2[k];
+            s3 += p3[k];
+        }
+    }
+    for (size_t i = 4 * q; i < j->n; i++) {
+        s0 += j->p[i];
+    }
+    j->sum = s0 + s1 + s2 + s3;
+    return NULL;
+}
+
+/* the bandwidth ceiling: sum a buffer of `bytes` split between n threads, best of runs */
+static int bench_mem_read(size_t bytes, int runs) {
+    const size_t n = bytes / sizeof(uint64_t);
+    uint64_t * buf = (uint64_t *)malloc(n * sizeof(uint64_t));
+    if (buf == NULL) {
+        return 1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        buf[i] = i;
+    }
+    char shape[64];
+    snprintf(shape, sizeof shape, "%.0f MiB", (double)bytes / (1024.0 * 1024.0));
+    uint64_t check = 0;
+    for (int nt = 1; nt <= 2; nt++) {
+        double best = -1.0;
+        for (int r = -1; r < runs; r++) {
+            struct read_job jobs[2];
+            pthread_t       th[2];
+            const double    t0 = now_s();
+            for (int i = 0; i < nt; i++) {
+                jobs[i].p = buf + n / (size_t)nt * (size_t)i;
+                jobs[i].n = i + 1 < nt ? n / (size_t)nt : n - n / (size_t)nt * (size_t)i;
+                if (i > 0 && pthread_create(&th[i], NULL, read_part, &jobs[i]) != 0) {
+                    free(buf);
+                    return 1;
+                }
+            }
+            read_part(&jobs[0]);
+            for (int i = 1; i < nt; i++) {
+                pthread_join(th[i], NULL);
+            }
+            const double dt = now_s() - t0;
+            for (int i = 0; i < nt; i++) {
+                check += jobs[i].sum;
+            }
+            if (r >= 0 && (best < 0.0 || dt < best)) {
+                best = dt;
+            }
+        }
+        add_result("mem_read", nt, (double)bytes / best * 1e-9, "GB/s", shape);
+    }
+    free(buf);
+    return check == 0 ? 1 : 0;
+}
+
 static int bench_add_chain(int n_nodes, int64_t n_elems, int runs) {
     const size_t mem = (size_t)(n_nodes + 4) * (ggml_tensor_overhead() + (size_t)n_elems * sizeof(float) + 64) +
                        ggml_graph_overhead_custom((size_t)n_nodes + 16, false) + (1u << 20);
@@ -208,19 +331,22 @@ static void print_json(void) {
 
 int main(int argc, char ** argv) {
     bool quick = false, json = false;
+    const char * only = NULL;
     int  runs  = 5;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--quick") == 0) {
             quick = true;
         } else if (strcmp(argv[i], "--json") == 0) {
             json = true;
+        } else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc) {
+            only = argv[++i];
         } else if (strcmp(argv[i], "--runs") == 0 && i + 1 < argc) {
             runs = atoi(argv[++i]);
             if (runs < 1) {
                 runs = 1;
             }
         } else {
-            fprintf(stderr, "usage: %s [--quick] [--json] [--runs N]\n", argv[0]);
+            fprintf(stderr, "usage: %s [--quick] [--json] [--runs N] [--only GROUP]\n", argv[0]);
             return 2;
         }
     }
@@ -233,10 +359,21 @@ int main(int argc, char ** argv) {
     }
     int rc = 0;
     const enum ggml_type types[] = { GGML_TYPE_F32, GGML_TYPE_F16, GGML_TYPE_BF16 };
-    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
+#define WANT(group) (only == NULL || strcmp(only, group) == 0)
+    for (size_t i = 0; WANT("mul_mat") && i < sizeof types / sizeof types[0]; i++) {
         rc |= bench_mul_mat(types[i], K, N, M, runs);
     }
-    rc |= bench_add_chain(chain, 16, quick ? 3 : 20);
+    const int64_t vn = quick ? 1024 : 16384;
+    for (size_t i = 0; WANT("mul_mat_vec") && i < sizeof types / sizeof types[0]; i++) {
+        rc |= bench_mul_mat_vec(types[i], K, vn, quick ? 2 : 10);
+    }
+    if (WANT("mem_read")) {
+        rc |= bench_mem_read(ggml_row_size(GGML_TYPE_F32, K) * (size_t)vn, quick ? 2 : 10);
+    }
+    if (WANT("add_chain")) {
+        rc |= bench_add_chain(chain, 16, quick ? 3 : 20);
+    }
+#undef WANT
 
     if (json) {
         print_json();

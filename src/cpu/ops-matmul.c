@@ -67,6 +67,13 @@ typedef float (*mm_dot_half_fn)(int64_t n, const uint16_t * x, const float * y);
 typedef bool (*mm_pack_fn)(const char * const * rows, int n_rows, enum ggml_type type, int64_t kc, int width,
                            float * panel);
 
+/*
+ * Matrix-vector: out[r] = dot(rows[r][0 .. K), y) for r < 4, rows contiguous (F32, F16 or BF16
+ * as type says). Four rows at a time share each load of y and keep eight sums in flight, so the
+ * weights stream from memory once at the bandwidth the core gets.
+ */
+typedef void (*mm_gemv4_fn)(int64_t K, enum ggml_type type, const char * const * rows, const float * y, float * out);
+
 struct mm_isa {
     const char * name;
     mm_kernel_fn kernel;
@@ -75,6 +82,7 @@ struct mm_isa {
     mm_pack_fn     pack;
     mm_dot_half_fn dot_f16;  /* NULL: convert the row, then dot */
     mm_dot_half_fn dot_bf16;
+    mm_gemv4_fn    gemv4;
 };
 
 static void mk_portable(int64_t kc, const float * A, const float * B, float * C, int64_t ldc, int accumulate) {
@@ -134,8 +142,39 @@ static bool pack_none(const char * const * rows, int n_rows, enum ggml_type type
     return false;
 }
 
+static inline float mm_load_f(const char * row, int64_t i, enum ggml_type type) {
+    if (type == GGML_TYPE_F32) {
+        return ((const float *)row)[i];
+    }
+    const uint16_t h = ((const uint16_t *)row)[i];
+    return type == GGML_TYPE_F16 ? ggmlx_fp16_to_fp32(h) : ggmlx_bits_f32((uint32_t)h << 16);
+}
+
+static void gemv4_portable(int64_t K, enum ggml_type type, const char * const * rows, const float * y, float * out) {
+    float acc[4][8];
+    memset(acc, 0, sizeof acc);
+    int64_t i = 0;
+    for (; i + 8 <= K; i += 8) {
+        for (int r = 0; r < 4; r++) {
+            for (int j = 0; j < 8; j++) {
+                acc[r][j] += mm_load_f(rows[r], i + j, type) * y[i + j];
+            }
+        }
+    }
+    for (int r = 0; r < 4; r++) {
+        float s = 0.0f;
+        for (int64_t t = i; t < K; t++) {
+            s += mm_load_f(rows[r], t, type) * y[t];
+        }
+        for (int j = 0; j < 8; j++) {
+            s += acc[r][j];
+        }
+        out[r] = s;
+    }
+}
+
 static const struct mm_isa mm_isa_portable = { "portable", mk_portable, dot_portable, f16_to_f32_portable, pack_none,
-                                                NULL, NULL };
+                                                NULL, NULL, gemv4_portable };
 
 #if MM_X86
 
@@ -406,10 +445,142 @@ __attribute__((target("avx2,fma,f16c"))) static float dot_bf16_avx2(int64_t n, c
     return dot_half_avx2(n, x, y, GGML_TYPE_BF16);
 }
 
+/* how far ahead (bytes) the GEMV kernels prefetch each row */
+#define MM_GEMV_PF 512
+
+__attribute__((target("avx512f"))) static inline void gemv4_avx512_t(int64_t K, enum ggml_type type,
+                                                                      const char * const * rows, const float * y,
+                                                                      float * out) {
+    const size_t es = type == GGML_TYPE_F32 ? sizeof(float) : sizeof(uint16_t);
+    const char * r0 = rows[0], * r1 = rows[1], * r2 = rows[2], * r3 = rows[3];
+    __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps(), a2 = _mm512_setzero_ps(), a3 = _mm512_setzero_ps();
+    __m512 b0 = _mm512_setzero_ps(), b1 = _mm512_setzero_ps(), b2 = _mm512_setzero_ps(), b3 = _mm512_setzero_ps();
+    int64_t i = 0;
+    for (; i + 32 <= K; i += 32) {
+        const size_t o = (size_t)i * es;
+        _mm_prefetch(r0 + o + MM_GEMV_PF, _MM_HINT_T0);
+        _mm_prefetch(r1 + o + MM_GEMV_PF, _MM_HINT_T0);
+        _mm_prefetch(r2 + o + MM_GEMV_PF, _MM_HINT_T0);
+        _mm_prefetch(r3 + o + MM_GEMV_PF, _MM_HINT_T0);
+        if (es == sizeof(float)) { /* 32 F32 values span two cache lines */
+            _mm_prefetch(r0 + o + MM_GEMV_PF + 64, _MM_HINT_T0);
+            _mm_prefetch(r1 + o + MM_GEMV_PF + 64, _MM_HINT_T0);
+            _mm_prefetch(r2 + o + MM_GEMV_PF + 64, _MM_HINT_T0);
+            _mm_prefetch(r3 + o + MM_GEMV_PF + 64, _MM_HINT_T0);
+        }
+        const __m512 y0 = _mm512_loadu_ps(y + i);
+        const __m512 y1 = _mm512_loadu_ps(y + i + 16);
+        a0 = _mm512_fmadd_ps(load16_avx512(r0 + o, type), y0, a0);
+        a1 = _mm512_fmadd_ps(load16_avx512(r1 + o, type), y0, a1);
+        a2 = _mm512_fmadd_ps(load16_avx512(r2 + o, type), y0, a2);
+        a3 = _mm512_fmadd_ps(load16_avx512(r3 + o, type), y0, a3);
+        b0 = _mm512_fmadd_ps(load16_avx512(r0 + o + 16 * es, type), y1, b0);
+        b1 = _mm512_fmadd_ps(load16_avx512(r1 + o + 16 * es, type), y1, b1);
+        b2 = _mm512_fmadd_ps(load16_avx512(r2 + o + 16 * es, type), y1, b2);
+        b3 = _mm512_fmadd_ps(load16_avx512(r3 + o + 16 * es, type), y1, b3);
+    }
+    for (; i + 16 <= K; i += 16) {
+        const size_t o  = (size_t)i * es;
+        const __m512 y0 = _mm512_loadu_ps(y + i);
+        a0 = _mm512_fmadd_ps(load16_avx512(r0 + o, type), y0, a0);
+        a1 = _mm512_fmadd_ps(load16_avx512(r1 + o, type), y0, a1);
+        a2 = _mm512_fmadd_ps(load16_avx512(r2 + o, type), y0, a2);
+        a3 = _mm512_fmadd_ps(load16_avx512(r3 + o, type), y0, a3);
+    }
+    out[0] = _mm512_reduce_add_ps(_mm512_add_ps(a0, b0));
+    out[1] = _mm512_reduce_add_ps(_mm512_add_ps(a1, b1));
+    out[2] = _mm512_reduce_add_ps(_mm512_add_ps(a2, b2));
+    out[3] = _mm512_reduce_add_ps(_mm512_add_ps(a3, b3));
+    for (; i < K; i++) {
+        out[0] += mm_load_f(r0, i, type) * y[i];
+        out[1] += mm_load_f(r1, i, type) * y[i];
+        out[2] += mm_load_f(r2, i, type) * y[i];
+        out[3] += mm_load_f(r3, i, type) * y[i];
+    }
+}
+
+/* one instance per type, so the conversion is resolved at compile time */
+__attribute__((target("avx512f"))) static void gemv4_avx512(int64_t K, enum ggml_type type, const char * const * rows,
+                                                             const float * y, float * out) {
+    switch (type) {
+    case GGML_TYPE_F16:  gemv4_avx512_t(K, GGML_TYPE_F16, rows, y, out); break;
+    case GGML_TYPE_BF16: gemv4_avx512_t(K, GGML_TYPE_BF16, rows, y, out); break;
+    default:             gemv4_avx512_t(K, GGML_TYPE_F32, rows, y, out); break;
+    }
+}
+
+__attribute__((target("avx2,fma,f16c"))) static inline __m256 load8f_avx2(const char * p, enum ggml_type type) {
+    if (type == GGML_TYPE_F32) {
+        return _mm256_loadu_ps((const float *)p);
+    }
+    return load8_avx2((const uint16_t *)p, type);
+}
+
+__attribute__((target("avx2,fma,f16c"))) static inline float hsum_avx2(__m256 s) {
+    __m128 h = _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1));
+    h        = _mm_add_ps(h, _mm_movehl_ps(h, h));
+    h        = _mm_add_ss(h, _mm_movehdup_ps(h));
+    return _mm_cvtss_f32(h);
+}
+
+__attribute__((target("avx2,fma,f16c"))) static inline void gemv4_avx2_t(int64_t K, enum ggml_type type,
+                                                                          const char * const * rows, const float * y,
+                                                                          float * out) {
+    const size_t es = type == GGML_TYPE_F32 ? sizeof(float) : sizeof(uint16_t);
+    const char * r0 = rows[0], * r1 = rows[1], * r2 = rows[2], * r3 = rows[3];
+    __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps(), a2 = _mm256_setzero_ps(), a3 = _mm256_setzero_ps();
+    __m256 b0 = _mm256_setzero_ps(), b1 = _mm256_setzero_ps(), b2 = _mm256_setzero_ps(), b3 = _mm256_setzero_ps();
+    int64_t i = 0;
+    for (; i + 16 <= K; i += 16) {
+        const size_t o = (size_t)i * es;
+        _mm_prefetch(r0 + o + MM_GEMV_PF, _MM_HINT_T0);
+        _mm_prefetch(r1 + o + MM_GEMV_PF, _MM_HINT_T0);
+        _mm_prefetch(r2 + o + MM_GEMV_PF, _MM_HINT_T0);
+        _mm_prefetch(r3 + o + MM_GEMV_PF, _MM_HINT_T0);
+        const __m256 y0 = _mm256_loadu_ps(y + i);
+        const __m256 y1 = _mm256_loadu_ps(y + i + 8);
+        a0 = _mm256_fmadd_ps(load8f_avx2(r0 + o, type), y0, a0);
+        a1 = _mm256_fmadd_ps(load8f_avx2(r1 + o, type), y0, a1);
+        a2 = _mm256_fmadd_ps(load8f_avx2(r2 + o, type), y0, a2);
+        a3 = _mm256_fmadd_ps(load8f_avx2(r3 + o, type), y0, a3);
+        b0 = _mm256_fmadd_ps(load8f_avx2(r0 + o + 8 * es, type), y1, b0);
+        b1 = _mm256_fmadd_ps(load8f_avx2(r1 + o + 8 * es, type), y1, b1);
+        b2 = _mm256_fmadd_ps(load8f_avx2(r2 + o + 8 * es, type), y1, b2);
+        b3 = _mm256_fmadd_ps(load8f_avx2(r3 + o + 8 * es, type), y1, b3);
+    }
+    for (; i + 8 <= K; i += 8) {
+        const size_t o  = (size_t)i * es;
+        const __m256 y0 = _mm256_loadu_ps(y + i);
+        a0 = _mm256_fmadd_ps(load8f_avx2(r0 + o, type), y0, a0);
+        a1 = _mm256_fmadd_ps(load8f_avx2(r1 + o, type), y0, a1);
+        a2 = _mm256_fmadd_ps(load8f_avx2(r2 + o, type), y0, a2);
+        a3 = _mm256_fmadd_ps(load8f_avx2(r3 + o, type), y0, a3);
+    }
+    out[0] = hsum_avx2(_mm256_add_ps(a0, b0));
+    out[1] = hsum_avx2(_mm256_add_ps(a1, b1));
+    out[2] = hsum_avx2(_mm256_add_ps(a2, b2));
+    out[3] = hsum_avx2(_mm256_add_ps(a3, b3));
+    for (; i < K; i++) {
+        out[0] += mm_load_f(r0, i, type) * y[i];
+        out[1] += mm_load_f(r1, i, type) * y[i];
+        out[2] += mm_load_f(r2, i, type) * y[i];
+        out[3] += mm_load_f(r3, i, type) * y[i];
+    }
+}
+
+__attribute__((target("avx2,fma,f16c"))) static void gemv4_avx2(int64_t K, enum ggml_type type, const char * const * rows,
+                                                                 const float * y, float * out) {
+    switch (type) {
+    case GGML_TYPE_F16:  gemv4_avx2_t(K, GGML_TYPE_F16, rows, y, out); break;
+    case GGML_TYPE_BF16: gemv4_avx2_t(K, GGML_TYPE_BF16, rows, y, out); break;
+    default:             gemv4_avx2_t(K, GGML_TYPE_F32, rows, y, out); break;
+    }
+}
+
 static const struct mm_isa mm_isa_avx2   = { "avx2",   mk_avx2,   dot_avx2,   f16_to_f32_f16c,   pack_none,
-                                             dot_f16_avx2,   dot_bf16_avx2 };
+                                             dot_f16_avx2,   dot_bf16_avx2,   gemv4_avx2 };
 static const struct mm_isa mm_isa_avx512 = { "avx512", mk_avx512, dot_avx512, f16_to_f32_avx512, pack_avx512,
-                                             dot_f16_avx512, dot_bf16_avx512 };
+                                             dot_f16_avx512, dot_bf16_avx512, gemv4_avx512 };
 
 static bool mm_has_avx2(void) {
     __builtin_cpu_init();
@@ -553,7 +724,10 @@ static void mm_make_plan(const struct ggml_tensor * dst, int nth, struct mm_plan
         if (batches < want) {
             chunks = mm_max(1, mm_min(big, mm_ceil_div(want, mm_max(batches, 1))));
         }
-        const int64_t chunk = mm_max(1, mm_ceil_div(big, chunks));
+        int64_t chunk = mm_max(1, mm_ceil_div(big, chunks));
+        if (p->small_is_b && p->M == 1) {
+            chunk = mm_round_up(chunk, 4); /* whole calls of the 4-row matrix-vector kernel */
+        }
         if (p->small_is_b) {
             p->n_chunk = chunk;
             p->m_chunk = mm_max(1, p->M);
@@ -608,6 +782,36 @@ static void mm_dot_unit(const struct mm_ctx * c, int64_t i12, int64_t i13, int64
     const int64_t          ldk = mm_round_up(K, 16);
     const float          * small[MM_DOT_N];
     float                * big_buf = c->scratch + p->n_small * ldk;
+
+    /*
+     * Matrix-vector product with contiguous weight rows: four rows per kernel call, the vector
+     * read (or gathered once, when strided) from this thread's scratch.
+     */
+    if (p->small_is_b && m1 - m0 == 1 && c->a->nb[0] == ggml_type_size(c->a->type) && c->isa->gemv4 != NULL) {
+        const float * y = mm_row_f32(c->isa, mm_b_row(c, m0, i12, i13), GGML_TYPE_F32, c->b->nb[0], K, c->scratch);
+        const char  * rows[4];
+        float         out[4];
+        int64_t       n = n0;
+        for (; n + 4 <= n1; n += 4) {
+            for (int r = 0; r < 4; r++) {
+                rows[r] = mm_a_row(c, n + r, i12, i13);
+            }
+            c->isa->gemv4(K, c->a->type, rows, y, out);
+            for (int r = 0; r < 4; r++) {
+                *mm_dst_at(c, n + r, m0, i12, i13) = out[r];
+            }
+        }
+        if (n < n1) { /* the last 1-3 rows: repeat the last one to fill the kernel */
+            for (int r = 0; r < 4; r++) {
+                rows[r] = mm_a_row(c, n + r < n1 ? n + r : n1 - 1, i12, i13);
+            }
+            c->isa->gemv4(K, c->a->type, rows, y, out);
+            for (int64_t r = 0; n + r < n1; r++) {
+                *mm_dst_at(c, n + r, m0, i12, i13) = out[r];
+            }
+        }
+        return;
+    }
 
     if (p->small_is_b) {
         for (int64_t m = m0; m < m1; m++) {
