@@ -648,6 +648,17 @@ extern "C" {
             struct ggml_tensor  * a,
             struct ggml_tensor  * b);
 
+    /* a plus b's one element (b a scalar of any float type); the result has a's shape and type */
+    GGML_API struct ggml_tensor * ggml_add1(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a,
+            struct ggml_tensor  * b);
+
+    GGML_API struct ggml_tensor * ggml_add1_inplace(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a,
+            struct ggml_tensor  * b);
+
     GGML_API struct ggml_tensor * ggml_sub(
             struct ggml_context * ctx,
             struct ggml_tensor  * a,
@@ -694,6 +705,31 @@ extern "C" {
             struct ggml_context * ctx,
             struct ggml_tensor  * a);
 
+    /* natural log, sine, cosine (their own ggml_op each) */
+    GGML_API struct ggml_tensor * ggml_log(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a);
+
+    GGML_API struct ggml_tensor * ggml_log_inplace(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a);
+
+    GGML_API struct ggml_tensor * ggml_sin(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a);
+
+    GGML_API struct ggml_tensor * ggml_sin_inplace(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a);
+
+    GGML_API struct ggml_tensor * ggml_cos(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a);
+
+    GGML_API struct ggml_tensor * ggml_cos_inplace(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a);
+
     /* sum of all elements, a scalar */
     GGML_API struct ggml_tensor * ggml_sum(
             struct ggml_context * ctx,
@@ -701,6 +737,11 @@ extern "C" {
 
     /* sum along rows: [ne0, ne1, ne2, ne3] -> [1, ne1, ne2, ne3] */
     GGML_API struct ggml_tensor * ggml_sum_rows(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a);
+
+    /* cumulative sum along rows (dim 0), same shape */
+    GGML_API struct ggml_tensor * ggml_cumsum(
             struct ggml_context * ctx,
             struct ggml_tensor  * a);
 
@@ -713,6 +754,12 @@ extern "C" {
     GGML_API struct ggml_tensor * ggml_argmax(
             struct ggml_context * ctx,
             struct ggml_tensor  * a);
+
+    /* number of equal elements of a and b (same shape, I32), as a one-element I64 tensor */
+    GGML_API struct ggml_tensor * ggml_count_equal(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a,
+            struct ggml_tensor  * b);
 
     /* a repeated to b's shape */
     GGML_API struct ggml_tensor * ggml_repeat(
@@ -806,6 +853,121 @@ extern "C" {
             struct ggml_context * ctx,
             struct ggml_tensor  * a);
 
+    /* -1, 0 or 1 */
+    GGML_API struct ggml_tensor * ggml_sgn(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a);
+
+    GGML_API struct ggml_tensor * ggml_sgn_inplace(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a);
+
+    /* 1 for x > 0, else 0 */
+    GGML_API struct ggml_tensor * ggml_step(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a);
+
+    GGML_API struct ggml_tensor * ggml_step_inplace(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a);
+
+    /* x for x > 0, else exp(x) - 1 */
+    GGML_API struct ggml_tensor * ggml_elu(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a);
+
+    GGML_API struct ggml_tensor * ggml_elu_inplace(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a);
+
+    /* max(x, 0) + negative_slope * min(x, 0) (GGML_OP_LEAKY_RELU; op_params [0] the slope) */
+    GGML_API struct ggml_tensor * ggml_leaky_relu(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a,
+            float                 negative_slope,
+            bool                  inplace);
+
+    /* x * sigmoid(1.702 x) */
+    GGML_API struct ggml_tensor * ggml_gelu_quick(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a);
+
+    GGML_API struct ggml_tensor * ggml_gelu_quick_inplace(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a);
+
+    /* x * min(1, max(0, (x + 3) / 6)); hardsigmoid without the x (no in-place forms upstream) */
+    GGML_API struct ggml_tensor * ggml_hardswish(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a);
+
+    GGML_API struct ggml_tensor * ggml_hardsigmoid(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a);
+
+    /* exp(x) - 1, accurate near 0 */
+    GGML_API struct ggml_tensor * ggml_expm1(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a);
+
+    GGML_API struct ggml_tensor * ggml_expm1_inplace(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a);
+
+    /* log(1 + exp(x)) */
+    GGML_API struct ggml_tensor * ggml_softplus(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a);
+
+    GGML_API struct ggml_tensor * ggml_softplus_inplace(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a);
+
+    /* rounding to an integral value: down, up, to nearest (halfway away from zero), toward zero */
+    GGML_API struct ggml_tensor * ggml_floor(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a);
+
+    GGML_API struct ggml_tensor * ggml_floor_inplace(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a);
+
+    GGML_API struct ggml_tensor * ggml_ceil(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a);
+
+    GGML_API struct ggml_tensor * ggml_ceil_inplace(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a);
+
+    GGML_API struct ggml_tensor * ggml_round(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a);
+
+    GGML_API struct ggml_tensor * ggml_round_inplace(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a);
+
+    GGML_API struct ggml_tensor * ggml_trunc(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a);
+
+    GGML_API struct ggml_tensor * ggml_trunc_inplace(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a);
+
+    /*
+     * xIELU: x > 0: ap x^2 + beta x; else (expm1(min(x, eps)) - x) an + beta x, with
+     * ap = softplus(alpha_p), an = beta + softplus(alpha_n) (computed here, stored in op_params).
+     */
+    GGML_API struct ggml_tensor * ggml_xielu(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a,
+            float                 alpha_n,
+            float                 alpha_p,
+            float                 beta,
+            float                 eps);
+
     /*
      * Gated linear units. Without _split, a's rows hold both halves: the first ne0/2 values are
      * the activated half and the rest the gate (swapped: the other way round); the result has
@@ -849,6 +1011,56 @@ extern "C" {
             struct ggml_tensor  * a,
             struct ggml_tensor  * b);
 
+    GGML_API struct ggml_tensor * ggml_reglu(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a);
+
+    GGML_API struct ggml_tensor * ggml_reglu_swapped(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a);
+
+    GGML_API struct ggml_tensor * ggml_reglu_split(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a,
+            struct ggml_tensor  * b);
+
+    GGML_API struct ggml_tensor * ggml_geglu_erf(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a);
+
+    GGML_API struct ggml_tensor * ggml_geglu_erf_swapped(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a);
+
+    GGML_API struct ggml_tensor * ggml_geglu_erf_split(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a,
+            struct ggml_tensor  * b);
+
+    GGML_API struct ggml_tensor * ggml_geglu_quick(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a);
+
+    GGML_API struct ggml_tensor * ggml_geglu_quick_swapped(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a);
+
+    GGML_API struct ggml_tensor * ggml_geglu_quick_split(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a,
+            struct ggml_tensor  * b);
+
+    /*
+     * gpt-oss SwiGLU: min(x, limit) * sigmoid(alpha min(x, limit)) * (clamp(g, -limit, limit) + 1);
+     * b (the gate) may be NULL, then a's rows hold both halves. op_params [2] alpha, [3] limit.
+     */
+    GGML_API struct ggml_tensor * ggml_swiglu_oai(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a,
+            struct ggml_tensor  * b,
+            float                 alpha,
+            float                 limit);
+
     /* normalize each row to zero mean and unit variance */
     GGML_API struct ggml_tensor * ggml_norm(
             struct ggml_context * ctx,
@@ -871,6 +1083,30 @@ extern "C" {
             struct ggml_tensor  * a,
             float                 eps);
 
+    /* divide each row by its L2 norm (at least eps) */
+    GGML_API struct ggml_tensor * ggml_l2_norm(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a,
+            float                 eps);
+
+    GGML_API struct ggml_tensor * ggml_l2_norm_inplace(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a,
+            float                 eps);
+
+    /* normalize groups of channels (dim 2 split into n_groups) to zero mean and unit variance */
+    GGML_API struct ggml_tensor * ggml_group_norm(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a,
+            int                   n_groups,
+            float                 eps);
+
+    GGML_API struct ggml_tensor * ggml_group_norm_inplace(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a,
+            int                   n_groups,
+            float                 eps);
+
     /*
      * Matrix product, b times a transposed: a is [K, N, A2, A3], b is [K, M, B2, B3] and the
      * result is F32 [N, M, B2, B3]. B2 and B3 must be whole multiples of A2 and A3 (a is
@@ -886,6 +1122,15 @@ extern "C" {
             struct ggml_tensor * a,
             enum ggml_prec       prec);
 
+    /*
+     * Outer product summed over dim 1: a is [N, K, A2, A3], b is [M, K, B2, B3] and the result
+     * is F32 [N, M, B2, B3] (B2, B3 whole multiples of A2, A3). a may be F32, F16 or BF16; b F32.
+     */
+    GGML_API struct ggml_tensor * ggml_out_prod(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a,
+            struct ggml_tensor  * b);
+
     GGML_API struct ggml_tensor * ggml_scale(
             struct ggml_context * ctx,
             struct ggml_tensor  * a,
@@ -895,6 +1140,26 @@ extern "C" {
             struct ggml_context * ctx,
             struct ggml_tensor  * a,
             float                 s);
+
+    /* a * s + b */
+    GGML_API struct ggml_tensor * ggml_scale_bias(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a,
+            float                 s,
+            float                 b);
+
+    GGML_API struct ggml_tensor * ggml_scale_bias_inplace(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a,
+            float                 s,
+            float                 b);
+
+    /* each element clamped to [min, max]; as upstream, always in place (the result views a) */
+    GGML_API struct ggml_tensor * ggml_clamp(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a,
+            float                 min,
+            float                 max);
 
     /* a -> b (converting types), returns a view of b */
     GGML_API struct ggml_tensor * ggml_cpy(
@@ -1049,6 +1314,17 @@ extern "C" {
             struct ggml_tensor  * a,
             int                   n_past);
 
+    /* set elements above the diagonal (shifted right by n_past) to 0 */
+    GGML_API struct ggml_tensor * ggml_diag_mask_zero(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a,
+            int                   n_past);
+
+    GGML_API struct ggml_tensor * ggml_diag_mask_zero_inplace(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a,
+            int                   n_past);
+
     GGML_API struct ggml_tensor * ggml_soft_max(
             struct ggml_context * ctx,
             struct ggml_tensor  * a);
@@ -1129,6 +1405,54 @@ extern "C" {
     /* YaRN: the range of rotary dims to correct, from the beta thresholds */
     GGML_API void ggml_rope_yarn_corr_dims(
         int n_dims, int n_ctx_orig, float freq_base, float beta_fast, float beta_slow, float dims[2]);
+
+    /* pad each dim at its end with zeros: [x, ..., x] -> [x, ..., x, 0, ..., 0] */
+    GGML_API struct ggml_tensor * ggml_pad(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a,
+            int                   p0,
+            int                   p1,
+            int                   p2,
+            int                   p3);
+
+    /* pad each dim with lp zeros before and rp zeros after */
+    GGML_API struct ggml_tensor * ggml_pad_ext(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a,
+            int                   lp0,
+            int                   rp0,
+            int                   lp1,
+            int                   rp1,
+            int                   lp2,
+            int                   rp2,
+            int                   lp3,
+            int                   rp3);
+
+    /* sinusoidal embedding of each timestep (F32 [n]): F32 [dim, n] */
+    GGML_API struct ggml_tensor * ggml_timestep_embedding(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * timesteps,
+            int                   dim,
+            int                   max_period);
+
+    /* indices (I32) that sort each row */
+    GGML_API struct ggml_tensor * ggml_argsort(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a,
+            enum ggml_sort_order  order);
+
+    /* start, start + step, ... below stop (F32, 1-D) */
+    GGML_API struct ggml_tensor * ggml_arange(
+            struct ggml_context * ctx,
+            float                 start,
+            float                 stop,
+            float                 step);
+
+    /* indices (I32) of the k largest elements of each row, in no particular order */
+    GGML_API struct ggml_tensor * ggml_top_k(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a,
+            int                   k);
 
     /*
      * Unary ops by enum (see enum ggml_unary_op for the list ggmlx computes).

@@ -75,4 +75,96 @@ static inline GGMLX_HD float ggmlx_gelu_quick_f32(float x) {
     return x * ggmlx_sigmoid_f32(GGMLX_GELU_QUICK_COEF * x);
 }
 
+/* ---- the rest of enum ggml_unary_op, and the ops with their own ggml_op (log, sin, cos) ------ */
+
+static inline GGMLX_HD float ggmlx_sgn_f32(float x) {
+    return x > 0.0f ? 1.0f : x < 0.0f ? -1.0f : 0.0f;
+}
+
+static inline GGMLX_HD float ggmlx_step_f32(float x) {
+    return x > 0.0f ? 1.0f : 0.0f;
+}
+
+/* exp(x) - 1 without the cancellation near 0 */
+static inline GGMLX_HD float ggmlx_expm1_f32(float x) {
+    return expm1f(x);
+}
+
+static inline GGMLX_HD float ggmlx_elu_f32(float x) {
+    return x > 0.0f ? x : expm1f(x);
+}
+
+static inline GGMLX_HD float ggmlx_hardsigmoid_f32(float x) {
+    return fminf(1.0f, fmaxf(0.0f, (x + 3.0f) / 6.0f));
+}
+
+static inline GGMLX_HD float ggmlx_hardswish_f32(float x) {
+    return x * ggmlx_hardsigmoid_f32(x);
+}
+
+/* log(1 + e^x): x itself past 20 (as upstream), log1p for the rest so the negative tail is e^x */
+static inline GGMLX_HD float ggmlx_softplus_f32(float x) {
+    return x > 20.0f ? x : log1pf(expf(x));
+}
+
+static inline GGMLX_HD float ggmlx_floor_f32(float x) {
+    return floorf(x);
+}
+
+static inline GGMLX_HD float ggmlx_ceil_f32(float x) {
+    return ceilf(x);
+}
+
+/* halfway cases away from zero, as roundf (and upstream) */
+static inline GGMLX_HD float ggmlx_round_f32(float x) {
+    return roundf(x);
+}
+
+static inline GGMLX_HD float ggmlx_trunc_f32(float x) {
+    return truncf(x);
+}
+
+static inline GGMLX_HD float ggmlx_log_f32(float x) {
+    return logf(x);
+}
+
+static inline GGMLX_HD float ggmlx_sin_f32(float x) {
+    return sinf(x);
+}
+
+static inline GGMLX_HD float ggmlx_cos_f32(float x) {
+    return cosf(x);
+}
+
+/* max(x, 0) + slope * min(x, 0) */
+static inline GGMLX_HD float ggmlx_leaky_relu_f32(float x, float slope) {
+    return (x > 0.0f ? x : 0.0f) + slope * (x < 0.0f ? x : 0.0f);
+}
+
+/* min(max(x, lo), hi) in upstream's order: with lo > hi the result is lo */
+static inline GGMLX_HD float ggmlx_clamp_f32(float x, float lo, float hi) {
+    return fmaxf(fminf(x, hi), lo);
+}
+
+/*
+ * xIELU with the parameters as ggml_xielu stores them (alpha_n already beta + softplus(alpha_n),
+ * alpha_p already softplus(alpha_p)).
+ */
+static inline GGMLX_HD float ggmlx_xielu_f32(float x, float alpha_n, float alpha_p, float beta, float eps) {
+    if (x > 0.0f) {
+        return alpha_p * x * x + beta * x;
+    }
+    return (expm1f(fminf(x, eps)) - x) * alpha_n + beta * x;
+}
+
+/*
+ * The gpt-oss SwiGLU: x clipped above at limit, the gate clipped to [-limit, limit] and shifted by
+ * one: x * sigmoid(alpha x) * (g + 1).
+ */
+static inline GGMLX_HD float ggmlx_swiglu_oai_f32(float x, float g, float alpha, float limit) {
+    const float xc = fminf(x, limit);
+    const float gc = fmaxf(fminf(g, limit), -limit);
+    return xc * ggmlx_sigmoid_f32(alpha * xc) * (gc + 1.0f);
+}
+
 #endif

@@ -1,8 +1,9 @@
 /*
  * ops-glu.c -- gated linear units (GGML_OP_GLU).
  *
- * op_params as upstream: [0] the ggml_glu_op, [1] swapped (0/1). Without b, each row of a holds
- * the activated half and the gate; with b (split), a is activated and b is the gate.
+ * op_params as upstream: [0] the ggml_glu_op, [1] swapped (0/1), and for SWIGLU_OAI [2] alpha,
+ * [3] limit (floats). Without b, each row of a holds the activated half and the gate; with b
+ * (split), a is activated and b is the gate.
  */
 #include "ggml-impl.h"
 
@@ -15,10 +16,13 @@ static bool glu_op_implemented(enum ggml_glu_op op) {
     case GGML_GLU_OP_GEGLU_QUICK:
         return true;
     default:
-        /* SWIGLU_OAI needs alpha and limit, which only upstream's ggml_swiglu_oai sets */
+        /* SWIGLU_OAI needs alpha and limit, which only ggml_swiglu_oai sets (glu_impl's caller) */
         return false;
     }
 }
+
+/* the one entry point that may make SWIGLU_OAI (it sets alpha and limit) */
+static const char oai_func[] = "ggml_swiglu_oai";
 
 static struct ggml_tensor * glu_impl(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b,
                                      bool split, enum ggml_glu_op op, bool swapped, const char * func) {
@@ -34,9 +38,14 @@ static struct ggml_tensor * glu_impl(struct ggml_context * ctx, struct ggml_tens
         ggmlx_ctx_fail(ctx, func, "tensor argument '%s' is NULL", a == NULL ? "a" : "b");
         return NULL;
     }
-    if (!glu_op_implemented(op)) {
+    if (!glu_op_implemented(op) && !(op == GGML_GLU_OP_SWIGLU_OAI && func == oai_func)) {
         const char * name = (int) op >= 0 && op < GGML_GLU_OP_COUNT ? ggml_glu_op_name(op) : "(out of range)";
-        ggmlx_ctx_fail(ctx, func, "glu op %d (%s) is not implemented in ggmlx yet", (int) op, name ? name : "?");
+        if (op == GGML_GLU_OP_SWIGLU_OAI) {
+            ggmlx_ctx_fail(ctx, func, "glu op SWIGLU_OAI is not implemented through %s: it needs the alpha and "
+                           "limit that ggml_swiglu_oai sets", func);
+        } else {
+            ggmlx_ctx_fail(ctx, func, "glu op %d (%s) is not implemented in ggmlx yet", (int) op, name ? name : "?");
+        }
         return NULL;
     }
     if (a->type != GGML_TYPE_F32 && a->type != GGML_TYPE_F16 && a->type != GGML_TYPE_BF16) {
@@ -102,4 +111,36 @@ struct ggml_tensor * ggml_swiglu_swapped(struct ggml_context * ctx, struct ggml_
 
 struct ggml_tensor * ggml_swiglu_split(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b) {
     return glu_impl(ctx, a, b, true, GGML_GLU_OP_SWIGLU, false, __func__);
+}
+
+#define GGMLX_DEFINE_GLU(name, gop)                                                                   \
+    struct ggml_tensor * ggml_##name(struct ggml_context * ctx, struct ggml_tensor * a) {              \
+        return glu_impl(ctx, a, NULL, false, gop, false, __func__);                                    \
+    }                                                                                                  \
+    struct ggml_tensor * ggml_##name##_swapped(struct ggml_context * ctx, struct ggml_tensor * a) {    \
+        return glu_impl(ctx, a, NULL, false, gop, true, __func__);                                     \
+    }                                                                                                  \
+    struct ggml_tensor * ggml_##name##_split(struct ggml_context * ctx, struct ggml_tensor * a,        \
+                                             struct ggml_tensor * b) {                                 \
+        return glu_impl(ctx, a, b, true, gop, false, __func__);                                        \
+    }
+
+GGMLX_DEFINE_GLU(reglu,       GGML_GLU_OP_REGLU)
+GGMLX_DEFINE_GLU(geglu_erf,   GGML_GLU_OP_GEGLU_ERF)
+GGMLX_DEFINE_GLU(geglu_quick, GGML_GLU_OP_GEGLU_QUICK)
+
+#undef GGMLX_DEFINE_GLU
+
+/*
+ * As upstream, b may be NULL (then each row of a holds x and the gate, not swapped). alpha and
+ * limit are taken as given (upstream checks neither).
+ */
+struct ggml_tensor * ggml_swiglu_oai(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b,
+                                     float alpha, float limit) {
+    struct ggml_tensor * result = glu_impl(ctx, a, b, b != NULL, GGML_GLU_OP_SWIGLU_OAI, false, oai_func);
+    if (result != NULL) {
+        ggmlx_set_op_params_f32(result, 2, alpha);
+        ggmlx_set_op_params_f32(result, 3, limit);
+    }
+    return result;
 }

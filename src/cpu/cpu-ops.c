@@ -31,10 +31,18 @@ ggmlx_cpu_kernel_t ggmlx_cpu_kernel_for(const struct ggml_tensor * node) {
     case GGML_OP_MUL:
     case GGML_OP_DIV:
         return is_float_type(s0->type) && is_float_type(s1->type) && is_float_type(node->type) ? ggmlx_cpu_binary : NULL;
+    case GGML_OP_ADD1:
+        return is_float_type(s0->type) && is_float_type(s1->type) && node->type == s0->type ? ggmlx_cpu_add1 : NULL;
     case GGML_OP_SQR:
     case GGML_OP_SQRT:
+    case GGML_OP_LOG:
+    case GGML_OP_SIN:
+    case GGML_OP_COS:
     case GGML_OP_UNARY:
         return is_float_type(s0->type) && node->type == s0->type ? ggmlx_cpu_unary : NULL;
+    case GGML_OP_CLAMP:
+    case GGML_OP_LEAKY_RELU:
+        return is_float_type(s0->type) && node->type == s0->type ? ggmlx_cpu_unary_param : NULL;
     case GGML_OP_SCALE:
         return is_float_type(s0->type) && node->type == s0->type ? ggmlx_cpu_scale : NULL;
     case GGML_OP_GLU:
@@ -55,6 +63,28 @@ ggmlx_cpu_kernel_t ggmlx_cpu_kernel_for(const struct ggml_tensor * node) {
         return s0->type == GGML_TYPE_F32 ? ggmlx_cpu_norm : NULL;
     case GGML_OP_RMS_NORM:
         return s0->type == GGML_TYPE_F32 ? ggmlx_cpu_rms_norm : NULL;
+    case GGML_OP_L2_NORM:
+        return s0->type == GGML_TYPE_F32 ? ggmlx_cpu_l2_norm : NULL;
+    case GGML_OP_GROUP_NORM:
+        return s0->type == GGML_TYPE_F32 ? ggmlx_cpu_group_norm : NULL;
+    case GGML_OP_OUT_PROD:
+        return is_float_type(s0->type) && s1->type == GGML_TYPE_F32 && node->type == GGML_TYPE_F32 ? ggmlx_cpu_out_prod : NULL;
+    case GGML_OP_DIAG_MASK_ZERO:
+        return s0->type == GGML_TYPE_F32 ? ggmlx_cpu_diag_mask_zero : NULL;
+    case GGML_OP_ARANGE:
+        return node->type == GGML_TYPE_F32 ? ggmlx_cpu_arange : NULL;
+    case GGML_OP_TIMESTEP_EMBEDDING:
+        return s0->type == GGML_TYPE_F32 && node->type == GGML_TYPE_F32 ? ggmlx_cpu_timestep_embedding : NULL;
+    case GGML_OP_COUNT_EQUAL:
+        return s0->type == GGML_TYPE_I32 && s1->type == GGML_TYPE_I32 && node->type == GGML_TYPE_I64 ? ggmlx_cpu_count_equal : NULL;
+    case GGML_OP_CUMSUM:
+        return s0->type == GGML_TYPE_F32 && node->type == GGML_TYPE_F32 ? ggmlx_cpu_cumsum : NULL;
+    case GGML_OP_ARGSORT:
+        return s0->type == GGML_TYPE_F32 && node->type == GGML_TYPE_I32 ? ggmlx_cpu_argsort : NULL;
+    case GGML_OP_TOP_K:
+        return s0->type == GGML_TYPE_F32 && node->type == GGML_TYPE_I32 ? ggmlx_cpu_top_k : NULL;
+    case GGML_OP_PAD:
+        return s0->type == node->type && ggml_blck_size(s0->type) == 1 ? ggmlx_cpu_pad : NULL;
     case GGML_OP_MUL_MAT:
         return is_float_type(s0->type) && s1->type == GGML_TYPE_F32 ? ggmlx_cpu_mul_mat : NULL;
     case GGML_OP_GET_ROWS:
@@ -84,7 +114,8 @@ int ggmlx_cpu_n_tasks(const struct ggml_tensor * node, int n_threads) {
     }
     /* reductions read far more than they write; everything else costs about its output */
     const bool reduces = node->op == GGML_OP_SUM || node->op == GGML_OP_SUM_ROWS || node->op == GGML_OP_MEAN ||
-                         node->op == GGML_OP_ARGMAX;
+                         node->op == GGML_OP_ARGMAX || node->op == GGML_OP_COUNT_EQUAL || node->op == GGML_OP_GROUP_NORM ||
+                         node->op == GGML_OP_OUT_PROD;
     const int64_t n = ggml_nelements(reduces ? node->src[0] : node);
     if (n < 4096) {
         return 1;
@@ -98,6 +129,11 @@ size_t ggmlx_cpu_work_size(const struct ggml_tensor * node, int n_tasks) {
         return ggmlx_cpu_mul_mat_work_size(node, n_tasks);
     case GGML_OP_SUM:
         return (size_t)n_tasks * 64; /* per-thread partial sums, one cache line each */
+    case GGML_OP_COUNT_EQUAL:
+        return ggmlx_cpu_count_equal_work_size(n_tasks);
+    case GGML_OP_ARGSORT:
+    case GGML_OP_TOP_K:
+        return ggmlx_cpu_sort_work_size(node, n_tasks);
     default:
         return 0;
     }

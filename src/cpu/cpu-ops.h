@@ -49,10 +49,15 @@ size_t ggmlx_cpu_work_size(const struct ggml_tensor * node, int n_tasks);
 
 /* ops-binary.c: ADD, SUB, MUL, DIV with broadcasting of src1 */
 void ggmlx_cpu_binary(const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
+/* ops-binary.c: ADD1 (src1 a single element) */
+void ggmlx_cpu_add1(const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
 
 /* ops-unary.c: UNARY (every ggml_unary_op the header documents), SQR, SQRT, SCALE; ops-glu.c: GLU */
 void ggmlx_cpu_unary(const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
 void ggmlx_cpu_scale(const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
+/* ops-unary.c: CLAMP, LEAKY_RELU and UNARY XIELU (float parameters in op_params); LOG, SIN, COS
+ * go through ggmlx_cpu_unary */
+void ggmlx_cpu_unary_param(const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
 void ggmlx_cpu_glu  (const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
 
 /* ops-copy.c: DUP, CPY, CONT between F32/F16/BF16 (and same-type copies of any type) */
@@ -72,9 +77,11 @@ void ggmlx_cpu_sum_rows(const struct ggmlx_cpu_params * params, struct ggml_tens
 void ggmlx_cpu_mean    (const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
 void ggmlx_cpu_argmax  (const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
 
-/* ops-norm.c: NORM, RMS_NORM */
+/* ops-norm.c: NORM, RMS_NORM, L2_NORM, GROUP_NORM */
 void ggmlx_cpu_norm    (const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
 void ggmlx_cpu_rms_norm(const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
+void ggmlx_cpu_l2_norm   (const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
+void ggmlx_cpu_group_norm(const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
 
 /* ops-softmax.c: SOFT_MAX (with mask, scale, ALiBi), DIAG_MASK_INF */
 void ggmlx_cpu_soft_max     (const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
@@ -86,5 +93,23 @@ void ggmlx_cpu_rope(const struct ggmlx_cpu_params * params, struct ggml_tensor *
 /* ops-matmul.c: MUL_MAT with F32, F16, BF16 src0 and F32 src1 */
 void   ggmlx_cpu_mul_mat(const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
 size_t ggmlx_cpu_mul_mat_work_size(const struct ggml_tensor * dst, int n_tasks);
+
+/* ops-misc.c: OUT_PROD (F32, F16, BF16 src0; F32 src1), DIAG_MASK_ZERO, ARANGE, TIMESTEP_EMBEDDING,
+ * COUNT_EQUAL (I32), CUMSUM */
+void   ggmlx_cpu_out_prod           (const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
+void   ggmlx_cpu_diag_mask_zero     (const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
+void   ggmlx_cpu_arange             (const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
+void   ggmlx_cpu_timestep_embedding (const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
+void   ggmlx_cpu_count_equal        (const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
+size_t ggmlx_cpu_count_equal_work_size(int n_tasks);
+void   ggmlx_cpu_cumsum             (const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
+
+/* ops-sort.c: ARGSORT, TOP_K of F32 rows */
+void   ggmlx_cpu_argsort        (const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
+void   ggmlx_cpu_top_k          (const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
+size_t ggmlx_cpu_sort_work_size (const struct ggml_tensor * dst, int n_tasks);
+
+/* ops-pad.c: PAD of any one-element-per-block type */
+void ggmlx_cpu_pad(const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
 
 #endif /* GGMLX_CPU_OPS_H */

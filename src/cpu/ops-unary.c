@@ -1,6 +1,7 @@
 /*
- * ops-unary.c -- UNARY (the ops ggml_unary accepts), SQR, SQRT and SCALE, elementwise over any
- * strides; src0 and dst share a float type. The math is in ggml-math-act.h (shared with CUDA).
+ * ops-unary.c -- UNARY (every ggml_unary_op), SQR, SQRT, LOG, SIN, COS, SCALE, CLAMP and
+ * LEAKY_RELU, elementwise over any strides; src0 and dst share a float type. The math is in
+ * ggml-math-act.h (shared with CUDA).
  */
 #include "cpu-ops.h"
 #include "ops-elem.h"
@@ -14,6 +15,15 @@ static unary_fn unary_fn_for(const struct ggml_tensor * dst) {
     if (dst->op == GGML_OP_SQRT) {
         return ggmlx_sqrt_f32;
     }
+    if (dst->op == GGML_OP_LOG) {
+        return ggmlx_log_f32;
+    }
+    if (dst->op == GGML_OP_SIN) {
+        return ggmlx_sin_f32;
+    }
+    if (dst->op == GGML_OP_COS) {
+        return ggmlx_cos_f32;
+    }
     switch ((enum ggml_unary_op) ggmlx_get_op_params_i32(dst, 0)) {
     case GGML_UNARY_OP_ABS:      return ggmlx_abs_f32;
     case GGML_UNARY_OP_NEG:      return ggmlx_neg_f32;
@@ -24,12 +34,33 @@ static unary_fn unary_fn_for(const struct ggml_tensor * dst) {
     case GGML_UNARY_OP_GELU_ERF: return ggmlx_gelu_erf_f32;
     case GGML_UNARY_OP_SILU:     return ggmlx_silu_f32;
     case GGML_UNARY_OP_EXP:      return ggmlx_exp_f32;
-    default:                     return NULL;
+    case GGML_UNARY_OP_SGN:         return ggmlx_sgn_f32;
+    case GGML_UNARY_OP_STEP:        return ggmlx_step_f32;
+    case GGML_UNARY_OP_ELU:         return ggmlx_elu_f32;
+    case GGML_UNARY_OP_GELU_QUICK:  return ggmlx_gelu_quick_f32;
+    case GGML_UNARY_OP_HARDSWISH:   return ggmlx_hardswish_f32;
+    case GGML_UNARY_OP_HARDSIGMOID: return ggmlx_hardsigmoid_f32;
+    case GGML_UNARY_OP_EXPM1:       return ggmlx_expm1_f32;
+    case GGML_UNARY_OP_SOFTPLUS:    return ggmlx_softplus_f32;
+    case GGML_UNARY_OP_FLOOR:       return ggmlx_floor_f32;
+    case GGML_UNARY_OP_CEIL:        return ggmlx_ceil_f32;
+    case GGML_UNARY_OP_ROUND:       return ggmlx_round_f32;
+    case GGML_UNARY_OP_TRUNC:       return ggmlx_trunc_f32;
+    default:                     return NULL; /* XIELU has parameters: ggmlx_cpu_unary_param */
     }
 }
 
 void ggmlx_cpu_unary(const struct ggmlx_cpu_params * params, struct ggml_tensor * dst) {
     const struct ggml_tensor * src = dst->src[0];
+    if (dst->op == GGML_OP_UNARY) {
+        switch ((enum ggml_unary_op) ggmlx_get_op_params_i32(dst, 0)) {
+        case GGML_UNARY_OP_XIELU: /* four float parameters */
+            ggmlx_cpu_unary_param(params, dst);
+            return;
+        default:
+            break;
+        }
+    }
     const unary_fn f = unary_fn_for(dst);
     if (f == NULL) {
         /* a graph built by hand (or by a newer ggml) with an op this build cannot compute */
@@ -89,6 +120,65 @@ void ggmlx_cpu_scale(const struct ggmlx_cpu_params * params, struct ggml_tensor 
         for (int64_t i0 = 0; i0 < ne0; i0++) {
             const float x = ggmlx_load_f(src->type, ps + i0 * src->nb[0]);
             ggmlx_store_f(dst->type, pd + i0 * dst->nb[0], x * s + b);
+        }
+    }
+}
+
+/* ---- the ops with float parameters: CLAMP, LEAKY_RELU, UNARY XIELU -------------------------- */
+
+enum param_kind { PARAM_CLAMP, PARAM_LEAKY_RELU, PARAM_XIELU };
+
+static inline float param_apply(enum param_kind k, const float * p, float x) {
+    switch (k) {
+    case PARAM_CLAMP:      return ggmlx_clamp_f32(x, p[0], p[1]);
+    case PARAM_LEAKY_RELU: return ggmlx_leaky_relu_f32(x, p[0]);
+    default:               return ggmlx_xielu_f32(x, p[1], p[2], p[3], p[4]);
+    }
+}
+
+void ggmlx_cpu_unary_param(const struct ggmlx_cpu_params * params, struct ggml_tensor * dst) {
+    const struct ggml_tensor * src = dst->src[0];
+    const enum param_kind k = dst->op == GGML_OP_CLAMP ? PARAM_CLAMP : dst->op == GGML_OP_LEAKY_RELU ? PARAM_LEAKY_RELU
+                                                                                                     : PARAM_XIELU;
+    float p[5];
+    for (int i = 0; i < 5; i++) {
+        p[i] = ggmlx_get_op_params_f32(dst, i);
+    }
+    const bool fast = ggmlx_f32_rows(dst) && ggmlx_f32_rows(src);
+    const int64_t ne0 = dst->ne[0];
+
+    int64_t r0, r1;
+    ggmlx_cpu_split_rows(params, ggml_nrows(dst), &r0, &r1);
+    for (int64_t ir = r0; ir < r1; ir++) {
+        int64_t i1, i2, i3;
+        ggmlx_row_coords(dst, ir, &i1, &i2, &i3);
+        char       * pd = (char *) dst->data + ggmlx_offset(dst, 0, i1, i2, i3);
+        const char * ps = (const char *) src->data + ggmlx_offset(src, 0, i1, i2, i3);
+        if (fast) {
+            float * d = (float *) pd;
+            const float * x = (const float *) ps;
+            switch (k) {
+            case PARAM_CLAMP:
+                for (int64_t i0 = 0; i0 < ne0; i0++) {
+                    d[i0] = ggmlx_clamp_f32(x[i0], p[0], p[1]);
+                }
+                break;
+            case PARAM_LEAKY_RELU:
+                for (int64_t i0 = 0; i0 < ne0; i0++) {
+                    d[i0] = ggmlx_leaky_relu_f32(x[i0], p[0]);
+                }
+                break;
+            default:
+                for (int64_t i0 = 0; i0 < ne0; i0++) {
+                    d[i0] = ggmlx_xielu_f32(x[i0], p[1], p[2], p[3], p[4]);
+                }
+                break;
+            }
+            continue;
+        }
+        for (int64_t i0 = 0; i0 < ne0; i0++) {
+            const float x = ggmlx_load_f(src->type, ps + i0 * src->nb[0]);
+            ggmlx_store_f(dst->type, pd + i0 * dst->nb[0], param_apply(k, p, x));
         }
     }
 }
