@@ -1,5 +1,5 @@
 /*
- * test-ops-norm.c -- NORM and RMS_NORM against a double reference: every size, contiguous,
+ * test-ops-norm.c -- NORM, RMS_NORM and L2_NORM against a double reference: every size, contiguous,
  * transposed and permuted inputs, in place, several threads, eps, and the error contract.
  */
 #include "test-ops-common.h"
@@ -11,14 +11,18 @@ struct normop {
     const char * name;
     norm_ctor    make;
     norm_ctor    make_inplace;
-    bool         rms;
+    int          kind; /* NORM_PLAIN, NORM_RMS, NORM_L2 */
     enum ggml_op op;
 };
 
+enum { NORM_PLAIN, NORM_RMS, NORM_L2 };
+
 static const struct normop OPS[] = {
-    { "ggml_norm",     ggml_norm,     ggml_norm_inplace,     false, GGML_OP_NORM },
-    { "ggml_rms_norm", ggml_rms_norm, ggml_rms_norm_inplace, true,  GGML_OP_RMS_NORM },
+    { "ggml_norm",     ggml_norm,     ggml_norm_inplace,     NORM_PLAIN, GGML_OP_NORM },
+    { "ggml_rms_norm", ggml_rms_norm, ggml_rms_norm_inplace, NORM_RMS,   GGML_OP_RMS_NORM },
+    { "ggml_l2_norm",  ggml_l2_norm,  ggml_l2_norm_inplace,  NORM_L2,    GGML_OP_L2_NORM },
 };
+#define N_OPS ((int) (sizeof OPS / sizeof OPS[0]))
 
 enum layout { CONTIG, TRANSPOSED, PERMUTED };
 
@@ -31,13 +35,13 @@ static struct ggml_tensor * make_input(struct to_env * e, enum layout l, const i
 }
 
 /* the reference normalisation of every row of the values v (logical order) of shape ne */
-static double * ref_norm(const double * v, const int64_t ne[4], bool rms, double eps) {
+static double * ref_norm(const double * v, const int64_t ne[4], int kind, double eps) {
     const int64_t n = ne[0] * ne[1] * ne[2] * ne[3];
     double * out = (double *) malloc((size_t) (n ? n : 1) * sizeof(double));
     for (int64_t r = 0; r < ne[1] * ne[2] * ne[3]; r++) {
         const double * x = v + r * ne[0];
         double mean = 0.0;
-        if (!rms) {
+        if (kind == NORM_PLAIN) {
             for (int64_t i = 0; i < ne[0]; i++) {
                 mean += x[i];
             }
@@ -47,7 +51,8 @@ static double * ref_norm(const double * v, const int64_t ne[4], bool rms, double
         for (int64_t i = 0; i < ne[0]; i++) {
             sq += (x[i] - mean) * (x[i] - mean);
         }
-        const double scale = 1.0 / sqrt(sq / (double) ne[0] + eps);
+        /* L2: x / max(|x|, eps) as upstream; the others: (x - mean) / sqrt(var + eps) */
+        const double scale = kind == NORM_L2 ? 1.0 / fmax(sqrt(sq), eps) : 1.0 / sqrt(sq / (double) ne[0] + eps);
         for (int64_t i = 0; i < ne[0]; i++) {
             out[r * ne[0] + i] = (x[i] - mean) * scale;
         }
@@ -63,7 +68,7 @@ static void run_case(const struct normop * op, const int64_t ne[4], enum layout 
     struct ggml_tensor * a = make_input(&e, l, ne);
     tu_fill(a, &rng, lo, hi);
     double * va   = to_values(a);
-    double * want = ref_norm(va, ne, op->rms, eps);
+    double * want = ref_norm(va, ne, op->kind, eps);
 
     struct ggml_tensor * r = inplace ? op->make_inplace(e.ctx, a, eps) : op->make(e.ctx, a, eps);
     cr_assert_not_null(r, "%s: %s", op->name, ggmlx_last_error());
@@ -98,7 +103,7 @@ static int64_t rows_for(int64_t ne0) {
 }
 
 Test(norm, matches_reference_all_sizes) {
-    for (int o = 0; o < 2; o++) {
+    for (int o = 0; o < N_OPS; o++) {
         for (int s = 0; s < TU_N_SIZES; s++) {
             const int64_t ne[4] = { TU_SIZES[s], rows_for(TU_SIZES[s]), 2, 1 };
             run_case(&OPS[o], ne, CONTIG, false, 1, 1e-5f, -2.0f, 2.0f, (uint64_t) (o * 100 + s));
@@ -114,7 +119,7 @@ Test(norm, offset_values_keep_their_variance) {
 
 Test(norm, transposed_and_permuted_inputs) {
     const int64_t ne[4] = { 33, 31, 2, 3 };
-    for (int o = 0; o < 2; o++) {
+    for (int o = 0; o < N_OPS; o++) {
         run_case(&OPS[o], ne, TRANSPOSED, false, 1, 1e-5f, -1.0f, 3.0f, (uint64_t) (200 + o));
         run_case(&OPS[o], ne, PERMUTED, false, 2, 1e-5f, -1.0f, 3.0f, (uint64_t) (210 + o));
     }
@@ -123,7 +128,7 @@ Test(norm, transposed_and_permuted_inputs) {
 Test(norm, multithreaded_rows) {
     const int64_t ne[4] = { 1023, 7, 1, 1 };
     const int64_t ne_big[4] = { 4097, 2, 1, 1 };
-    for (int o = 0; o < 2; o++) {
+    for (int o = 0; o < N_OPS; o++) {
         run_case(&OPS[o], ne, CONTIG, false, 2, 1e-5f, -2.0f, 2.0f, (uint64_t) (300 + o));
         run_case(&OPS[o], ne_big, CONTIG, false, 3, 1e-5f, -2.0f, 2.0f, (uint64_t) (310 + o));
     }
@@ -131,7 +136,7 @@ Test(norm, multithreaded_rows) {
 
 Test(norm, inplace_writes_into_a) {
     const int64_t ne[4] = { 32, 5, 2, 1 };
-    for (int o = 0; o < 2; o++) {
+    for (int o = 0; o < N_OPS; o++) {
         run_case(&OPS[o], ne, CONTIG, true, 1, 1e-5f, -2.0f, 2.0f, (uint64_t) (400 + o));
         run_case(&OPS[o], ne, TRANSPOSED, true, 2, 1e-5f, -2.0f, 2.0f, (uint64_t) (410 + o));
     }
@@ -140,7 +145,7 @@ Test(norm, inplace_writes_into_a) {
 Test(norm, eps_is_applied) {
     /* a large eps visibly shrinks the result; with a constant row NORM gives zeros, not NaN */
     const int64_t ne[4] = { 31, 2, 1, 1 };
-    for (int o = 0; o < 2; o++) {
+    for (int o = 0; o < N_OPS; o++) {
         run_case(&OPS[o], ne, CONTIG, false, 1, 0.5f, -1.0f, 1.0f, (uint64_t) (500 + o));
     }
     run_case(&OPS[0], ne, CONTIG, false, 1, 1e-5f, 3.0f, 3.0f, 510);
@@ -148,13 +153,13 @@ Test(norm, eps_is_applied) {
 
 Test(norm, single_element_rows) {
     const int64_t ne[4] = { 1, 33, 2, 1 };
-    for (int o = 0; o < 2; o++) {
+    for (int o = 0; o < N_OPS; o++) {
         run_case(&OPS[o], ne, CONTIG, false, 1, 1e-3f, -2.0f, 2.0f, (uint64_t) (600 + o));
     }
 }
 
 Test(norm, rejects_null_arguments) {
-    for (int o = 0; o < 2; o++) {
+    for (int o = 0; o < N_OPS; o++) {
         struct ggml_context * ctx = to_small_ctx();
         to_expect_rejected(ctx, OPS[o].make(ctx, NULL, 1e-5f), OPS[o].name);
         ggml_free(ctx);
@@ -168,7 +173,7 @@ Test(norm, rejects_null_arguments) {
 
 Test(norm, rejects_non_f32_input) {
     const enum ggml_type bad[] = { GGML_TYPE_F16, GGML_TYPE_BF16, GGML_TYPE_I32 };
-    for (int o = 0; o < 2; o++) {
+    for (int o = 0; o < N_OPS; o++) {
         for (int t = 0; t < 3; t++) {
             struct ggml_context * ctx = to_small_ctx();
             struct ggml_tensor * a = ggml_new_tensor_2d(ctx, bad[t], 8, 3);
@@ -179,7 +184,7 @@ Test(norm, rejects_non_f32_input) {
 }
 
 Test(norm, rejects_negative_or_nan_eps) {
-    for (int o = 0; o < 2; o++) {
+    for (int o = 0; o < N_OPS; o++) {
         struct ggml_context * ctx = to_small_ctx();
         struct ggml_tensor * a = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, 8, 3);
         to_expect_rejected(ctx, OPS[o].make(ctx, a, -1.0f), OPS[o].name);
@@ -196,6 +201,14 @@ Test(norm, failed_context_rejects_later_calls) {
     struct ggml_tensor * a = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, 8, 3);
     cr_assert_null(ggml_norm(ctx, NULL, 1e-5f));
     cr_assert_null(ggml_rms_norm(ctx, a, 1e-5f));
+    cr_assert_null(ggml_l2_norm(ctx, a, 1e-5f));
     cr_assert_not_null(ggmlx_last_error());
     ggml_free(ctx);
+}
+
+Test(norm, l2_norm_floors_small_norms_at_eps) {
+    /* a row of norm far below eps is divided by eps, not by its own norm */
+    const int64_t ne[4] = { 33, 3, 1, 1 };
+    run_case(&OPS[2], ne, CONTIG, false, 1, 1.0f, -0.01f, 0.01f, 700);
+    run_case(&OPS[2], ne, CONTIG, false, 1, 1e-6f, 0.0f, 0.0f, 701); /* zeros stay zeros, no NaN */
 }

@@ -1,5 +1,6 @@
 /*
- * ops-norm.c -- NORM and RMS_NORM kernels: each row (dim 0) normalised on its own.
+ * ops-norm.c -- NORM, RMS_NORM and L2_NORM kernels: each row (dim 0) normalised on its own;
+ * GROUP_NORM: each group of channels (dim 2) of each dim-3 slice normalised as a whole.
  *
  * Sums are kept in double: a row can be long (thousands of elements) and the mean is subtracted
  * from values of similar size, where float sums would lose most of the variance's digits.
@@ -63,4 +64,83 @@ void ggmlx_cpu_norm(const struct ggmlx_cpu_params * params, struct ggml_tensor *
 
 void ggmlx_cpu_rms_norm(const struct ggmlx_cpu_params * params, struct ggml_tensor * dst) {
     norm_rows(params, dst, true);
+}
+
+void ggmlx_cpu_l2_norm(const struct ggmlx_cpu_params * params, struct ggml_tensor * dst) {
+    const struct ggml_tensor * src = dst->src[0];
+    const double  eps  = (double) ggmlx_get_op_params_f32(dst, 0);
+    const int64_t ne0  = src->ne[0], ne1 = src->ne[1], ne2 = src->ne[2];
+    const size_t  snb0 = src->nb[0], dnb0 = dst->nb[0];
+
+    int64_t r0, r1;
+    ggmlx_cpu_split_rows(params, src->ne[1] * src->ne[2] * src->ne[3], &r0, &r1);
+
+    for (int64_t r = r0; r < r1; r++) {
+        const int64_t i1 = r % ne1, i2 = (r / ne1) % ne2, i3 = r / (ne1 * ne2);
+        const char * s = ROW_PTR(src, i1, i2, i3);
+        char       * d = ROW_PTR(dst, i1, i2, i3);
+        double sq = 0.0;
+        for (int64_t i = 0; i < ne0; i++) {
+            const double v = *(const float *)(s + i * snb0);
+            sq += v * v;
+        }
+        /* upstream: x / max(|x|, eps) */
+        const double norm  = sqrt(sq);
+        const double scale = 1.0 / (norm > eps ? norm : eps);
+        for (int64_t i = 0; i < ne0; i++) {
+            *(float *)(d + i * dnb0) = (float)((double)*(const float *)(s + i * snb0) * scale);
+        }
+    }
+}
+
+/* element (i0, i1, i2, i3) of t as a float pointer */
+#define ELEM(t, i0, i1, i2, i3) ((float *)((char *)(t)->data + (i0) * (t)->nb[0] + (i1) * (t)->nb[1] + \
+                                           (i2) * (t)->nb[2] + (i3) * (t)->nb[3]))
+
+void ggmlx_cpu_group_norm(const struct ggmlx_cpu_params * params, struct ggml_tensor * dst) {
+    const struct ggml_tensor * src = dst->src[0];
+    const int64_t n_groups = ggmlx_get_op_params_i32(dst, 0);
+    const double  eps      = (double) ggmlx_get_op_params_f32(dst, 1);
+    const int64_t ne0 = src->ne[0], ne1 = src->ne[1], ne2 = src->ne[2], ne3 = src->ne[3];
+    /* as upstream: groups of ceil(ne2 / n_groups) channels, the last ones possibly short or empty */
+    const int64_t per_group = (ne2 + n_groups - 1) / n_groups;
+
+    int64_t r0, r1;
+    ggmlx_cpu_split_rows(params, n_groups * ne3, &r0, &r1);
+
+    for (int64_t r = r0; r < r1; r++) {
+        const int64_t g = r % n_groups, i3 = r / n_groups;
+        const int64_t c0 = g * per_group < ne2 ? g * per_group : ne2;
+        const int64_t c1 = c0 + per_group < ne2 ? c0 + per_group : ne2;
+        const int64_t n  = (c1 - c0) * ne0 * ne1;
+        if (n == 0) {
+            continue;
+        }
+        double sum = 0.0;
+        for (int64_t i2 = c0; i2 < c1; i2++) {
+            for (int64_t i1 = 0; i1 < ne1; i1++) {
+                for (int64_t i0 = 0; i0 < ne0; i0++) {
+                    sum += *ELEM(src, i0, i1, i2, i3);
+                }
+            }
+        }
+        const double mean = sum / (double) n;
+        double sq = 0.0;
+        for (int64_t i2 = c0; i2 < c1; i2++) {
+            for (int64_t i1 = 0; i1 < ne1; i1++) {
+                for (int64_t i0 = 0; i0 < ne0; i0++) {
+                    const double v = (double) *ELEM(src, i0, i1, i2, i3) - mean;
+                    sq += v * v;
+                }
+            }
+        }
+        const double scale = 1.0 / sqrt(sq / (double) n + eps);
+        for (int64_t i2 = c0; i2 < c1; i2++) {
+            for (int64_t i1 = 0; i1 < ne1; i1++) {
+                for (int64_t i0 = 0; i0 < ne0; i0++) {
+                    *ELEM(dst, i0, i1, i2, i3) = (float) (((double) *ELEM(src, i0, i1, i2, i3) - mean) * scale);
+                }
+            }
+        }
+    }
 }

@@ -1,0 +1,51 @@
+/*
+ * ops-pad.c -- PAD constructors: zeros added before and after each dim.
+ * op_params as upstream: i32 [0..7] lp0, rp0, lp1, rp1, lp2, rp2, lp3, rp3.
+ */
+#include "ggml-impl.h"
+
+static struct ggml_tensor * pad_impl(struct ggml_context * ctx, struct ggml_tensor * a, const int lp[4],
+                                     const int rp[4], const char * func) {
+    if (a == NULL) {
+        ggmlx_ctx_fail(ctx, func, "tensor argument 'a' is NULL");
+        return NULL;
+    }
+    if (ggml_blck_size(a->type) != 1) {
+        ggmlx_ctx_fail(ctx, func, "a must not be of a block-quantized type, got %s", GGMLX_SHAPE(a));
+        return NULL;
+    }
+    int64_t ne[GGML_MAX_DIMS];
+    for (int d = 0; d < GGML_MAX_DIMS; d++) {
+        if (lp[d] < 0 || rp[d] < 0) {
+            ggmlx_ctx_fail(ctx, func, "padding of dim %d must be >= 0, got %d before and %d after", d, lp[d], rp[d]);
+            return NULL;
+        }
+        ne[d] = a->ne[d] + lp[d] + rp[d];
+    }
+    struct ggml_tensor * result = ggmlx_new_tensor_impl(ctx, a->type, GGML_MAX_DIMS, ne, NULL, 0, func);
+    if (result == NULL) {
+        return NULL;
+    }
+    for (int d = 0; d < GGML_MAX_DIMS; d++) {
+        ggmlx_set_op_params_i32(result, 2 * d, lp[d]);
+        ggmlx_set_op_params_i32(result, 2 * d + 1, rp[d]);
+    }
+    result->op     = GGML_OP_PAD;
+    result->src[0] = a;
+    return result;
+}
+
+struct ggml_tensor * ggml_pad(struct ggml_context * ctx, struct ggml_tensor * a, int p0, int p1, int p2, int p3) {
+    GGMLX_CTX_CHECK(ctx);
+    const int lp[4] = { 0, 0, 0, 0 };
+    const int rp[4] = { p0, p1, p2, p3 };
+    return pad_impl(ctx, a, lp, rp, __func__);
+}
+
+struct ggml_tensor * ggml_pad_ext(struct ggml_context * ctx, struct ggml_tensor * a, int lp0, int rp0, int lp1, int rp1,
+                                  int lp2, int rp2, int lp3, int rp3) {
+    GGMLX_CTX_CHECK(ctx);
+    const int lp[4] = { lp0, lp1, lp2, lp3 };
+    const int rp[4] = { rp0, rp1, rp2, rp3 };
+    return pad_impl(ctx, a, lp, rp, __func__);
+}

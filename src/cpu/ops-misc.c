@@ -1,0 +1,198 @@
+/*
+ * ops-misc.c -- OUT_PROD, DIAG_MASK_ZERO, ARANGE, TIMESTEP_EMBEDDING, COUNT_EQUAL and CUMSUM
+ * kernels. All split their work by rows of dst (COUNT_EQUAL: by rows of its inputs, with
+ * per-thread partial counts in the work buffer).
+ */
+#include "cpu-ops.h"
+#include "ops-elem.h"
+
+#include <math.h>
+
+#define ROW_PTR(t, i1, i2, i3) ((char *)(t)->data + (i1) * (t)->nb[1] + (i2) * (t)->nb[2] + (i3) * (t)->nb[3])
+
+/* ---- OUT_PROD ------------------------------------------------------------------------------ */
+
+/*
+ * dst row (i1, i2, i3) = sum over k of b[i1, k, i2, i3] * a row (k, i2 / r2, i3 / r3): an axpy
+ * per k into the F32 row, so a's rows are read contiguously.
+ */
+void ggmlx_cpu_out_prod(const struct ggmlx_cpu_params * params, struct ggml_tensor * dst) {
+    const struct ggml_tensor * a = dst->src[0];
+    const struct ggml_tensor * b = dst->src[1];
+    const int64_t ne0 = dst->ne[0], ne1 = dst->ne[1], ne2 = dst->ne[2];
+    const int64_t nk  = a->ne[1];
+    const int64_t r2  = a->ne[2] > 0 ? dst->ne[2] / a->ne[2] : 1;
+    const int64_t r3  = a->ne[3] > 0 ? dst->ne[3] / a->ne[3] : 1;
+    const bool    a_f32 = ggmlx_f32_rows(a);
+    const size_t  anb0 = a->nb[0], dnb0 = dst->nb[0];
+    const bool    d_f32 = dnb0 == sizeof(float);
+
+    int64_t r0, r1;
+    ggmlx_cpu_split_rows(params, dst->ne[1] * dst->ne[2] * dst->ne[3], &r0, &r1);
+
+    for (int64_t r = r0; r < r1; r++) {
+        const int64_t i1 = r % ne1, i2 = (r / ne1) % ne2, i3 = r / (ne1 * ne2);
+        char * d = ROW_PTR(dst, i1, i2, i3);
+        for (int64_t i0 = 0; i0 < ne0; i0++) {
+            *(float *)(d + i0 * dnb0) = 0.0f;
+        }
+        for (int64_t k = 0; k < nk; k++) {
+            const float w = *(const float *)((const char *)b->data + i1 * b->nb[0] + k * b->nb[1] + i2 * b->nb[2] +
+                                             i3 * b->nb[3]);
+            const char * s = (const char *)a->data + k * a->nb[1] + (i2 / r2) * a->nb[2] + (i3 / r3) * a->nb[3];
+            if (a_f32 && d_f32) {
+                const float * x = (const float *)s;
+                float       * y = (float *)d;
+                for (int64_t i0 = 0; i0 < ne0; i0++) {
+                    y[i0] += w * x[i0];
+                }
+            } else {
+                for (int64_t i0 = 0; i0 < ne0; i0++) {
+                    *(float *)(d + i0 * dnb0) += w * ggmlx_load_f(a->type, s + i0 * anb0);
+                }
+            }
+        }
+    }
+}
+
+/* ---- DIAG_MASK_ZERO ------------------------------------------------------------------------ */
+
+void ggmlx_cpu_diag_mask_zero(const struct ggmlx_cpu_params * params, struct ggml_tensor * dst) {
+    const struct ggml_tensor * src = dst->src[0];
+    const int64_t n_past = ggmlx_get_op_params_i32(dst, 0);
+    const int64_t ne0 = src->ne[0], ne1 = src->ne[1], ne2 = src->ne[2];
+    const size_t  snb0 = src->nb[0], dnb0 = dst->nb[0];
+
+    int64_t r0, r1;
+    ggmlx_cpu_split_rows(params, src->ne[1] * src->ne[2] * src->ne[3], &r0, &r1);
+
+    for (int64_t r = r0; r < r1; r++) {
+        const int64_t i1 = r % ne1, i2 = (r / ne1) % ne2, i3 = r / (ne1 * ne2);
+        const char * s = ROW_PTR(src, i1, i2, i3);
+        char       * d = ROW_PTR(dst, i1, i2, i3);
+        /* row i1 keeps columns 0 .. n_past + i1 */
+        const int64_t keep = n_past + i1 + 1 < ne0 ? n_past + i1 + 1 : ne0;
+        if (s != d || snb0 != dnb0) {
+            for (int64_t i = 0; i < keep; i++) {
+                *(float *)(d + i * dnb0) = *(const float *)(s + i * snb0);
+            }
+        }
+        for (int64_t i = keep; i < ne0; i++) {
+            *(float *)(d + i * dnb0) = 0.0f;
+        }
+    }
+}
+
+/* ---- ARANGE -------------------------------------------------------------------------------- */
+
+void ggmlx_cpu_arange(const struct ggmlx_cpu_params * params, struct ggml_tensor * dst) {
+    const float start = ggmlx_get_op_params_f32(dst, 0);
+    const float step  = ggmlx_get_op_params_f32(dst, 2);
+    int64_t i0, i1;
+    ggmlx_cpu_split_rows(params, dst->ne[0], &i0, &i1);
+    for (int64_t i = i0; i < i1; i++) {
+        /* in float, as upstream computes it */
+        *(float *)((char *)dst->data + i * dst->nb[0]) = start + step * (float) i;
+    }
+}
+
+/* ---- TIMESTEP_EMBEDDING -------------------------------------------------------------------- */
+
+/*
+ * Row i: [cos(t * f_0), ..., cos(t * f_{h-1}), sin(t * f_0), ..., sin(t * f_{h-1}) (, 0 when dim
+ * is odd)] with h = dim / 2 and f_j = max_period^(-j / h). Computed in double: t * f_j reaches
+ * thousands of radians, where a float argument would already be off in the fourth digit.
+ */
+void ggmlx_cpu_timestep_embedding(const struct ggmlx_cpu_params * params, struct ggml_tensor * dst) {
+    const struct ggml_tensor * src = dst->src[0];
+    const int64_t dim  = ggmlx_get_op_params_i32(dst, 0);
+    const double  lmax = log((double) ggmlx_get_op_params_i32(dst, 1));
+    const int64_t half = dim / 2;
+    const size_t  dnb0 = dst->nb[0];
+
+    int64_t r0, r1;
+    ggmlx_cpu_split_rows(params, dst->ne[1], &r0, &r1);
+    for (int64_t r = r0; r < r1; r++) {
+        const double t = *(const float *)((const char *)src->data + r * src->nb[0]);
+        char * d = (char *)dst->data + r * dst->nb[1];
+        for (int64_t j = 0; j < half; j++) {
+            const double arg = t * exp(-lmax * (double) j / (double) half);
+            *(float *)(d + j * dnb0)          = (float) cos(arg);
+            *(float *)(d + (j + half) * dnb0) = (float) sin(arg);
+        }
+        if (dim % 2 != 0) {
+            *(float *)(d + (dim - 1) * dnb0) = 0.0f;
+        }
+    }
+}
+
+/* ---- COUNT_EQUAL --------------------------------------------------------------------------- */
+
+#define COUNT_SLOT 64 /* one cache line per thread's partial count */
+
+static int64_t count_rows(const struct ggml_tensor * a, const struct ggml_tensor * b, int64_t r0, int64_t r1) {
+    const int64_t ne0 = a->ne[0], ne1 = a->ne[1], ne2 = a->ne[2];
+    int64_t n = 0;
+    for (int64_t r = r0; r < r1; r++) {
+        const int64_t i1 = r % ne1, i2 = (r / ne1) % ne2, i3 = r / (ne1 * ne2);
+        const char * x = ROW_PTR(a, i1, i2, i3);
+        const char * y = ROW_PTR(b, i1, i2, i3);
+        for (int64_t i = 0; i < ne0; i++) {
+            n += *(const int32_t *)(x + i * a->nb[0]) == *(const int32_t *)(y + i * b->nb[0]);
+        }
+    }
+    return n;
+}
+
+size_t ggmlx_cpu_count_equal_work_size(int n_tasks) {
+    return (size_t) n_tasks * COUNT_SLOT;
+}
+
+void ggmlx_cpu_count_equal(const struct ggmlx_cpu_params * params, struct ggml_tensor * dst) {
+    const struct ggml_tensor * a = dst->src[0];
+    const struct ggml_tensor * b = dst->src[1];
+    const int64_t nr = a->ne[1] * a->ne[2] * a->ne[3];
+    const bool shared = params->nth > 1 && params->wdata != NULL && params->wsize >= (size_t) params->nth * COUNT_SLOT;
+    if (!shared) {
+        if (params->ith == 0) {
+            *(int64_t *) dst->data = count_rows(a, b, 0, nr);
+        }
+        return;
+    }
+    int64_t r0, r1;
+    ggmlx_cpu_split_rows(params, nr, &r0, &r1);
+    const int64_t part = count_rows(a, b, r0, r1);
+    memcpy((char *) params->wdata + (size_t) params->ith * COUNT_SLOT, &part, sizeof part);
+    ggmlx_cpu_barrier(params);
+    if (params->ith == 0) {
+        int64_t total = 0;
+        for (int t = 0; t < params->nth; t++) {
+            int64_t p;
+            memcpy(&p, (const char *) params->wdata + (size_t) t * COUNT_SLOT, sizeof p);
+            total += p;
+        }
+        *(int64_t *) dst->data = total;
+    }
+}
+
+/* ---- CUMSUM -------------------------------------------------------------------------------- */
+
+/* running sums kept in double: a long row's last elements would otherwise carry its rounding */
+void ggmlx_cpu_cumsum(const struct ggmlx_cpu_params * params, struct ggml_tensor * dst) {
+    const struct ggml_tensor * src = dst->src[0];
+    const int64_t ne0 = src->ne[0], ne1 = src->ne[1], ne2 = src->ne[2];
+    const size_t  snb0 = src->nb[0], dnb0 = dst->nb[0];
+
+    int64_t r0, r1;
+    ggmlx_cpu_split_rows(params, src->ne[1] * src->ne[2] * src->ne[3], &r0, &r1);
+    for (int64_t r = r0; r < r1; r++) {
+        const int64_t i1 = r % ne1, i2 = (r / ne1) % ne2, i3 = r / (ne1 * ne2);
+        const char * s = ROW_PTR(src, i1, i2, i3);
+        char       * d = ROW_PTR(dst, i1, i2, i3);
+        double acc = 0.0;
+        for (int64_t i = 0; i < ne0; i++) {
+            acc += *(const float *)(s + i * snb0);
+            *(float *)(d + i * dnb0) = (float) acc;
+        }
+    }
+}
