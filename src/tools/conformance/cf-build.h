@@ -101,6 +101,10 @@ static enum cf_fill cf_default_fill(const struct cf_op_case * c, enum ggml_type 
     if (c->op == CF_OP_SQRT) {
         *lo = 0.0;
         *hi = 4.0;
+    } else if (c->op == CF_OP_LOG) {
+        *lo = 0.05, *hi = 8.0;
+    } else if (c->op == CF_OP_SIN || c->op == CF_OP_COS || c->op == CF_OP_CLAMP || c->op == CF_OP_LEAKY_RELU) {
+        *lo = -6.0, *hi = 6.0;
     } else if (c->op == CF_OP_UNARY && c->ip[0] == GGML_UNARY_OP_EXP) {
         *lo = -4.0, *hi = 4.0;
     } else if (c->op == CF_OP_UNARY || c->op == CF_OP_GLU) {
@@ -194,7 +198,30 @@ static struct ggml_tensor * cf_build_op(struct cf_build * b, const struct cf_op_
 
     case CF_OP_SCALE:
         a = cf_default_input(b, c, c->t0, c->ne, permuted);
+        if (a != NULL && c->fp[1] != 0.0f) {
+            return inplace ? ggml_scale_bias_inplace(ctx, a, c->fp[0], c->fp[1]) : ggml_scale_bias(ctx, a, c->fp[0], c->fp[1]);
+        }
         return a == NULL ? NULL : inplace ? ggml_scale_inplace(ctx, a, c->fp[0]) : ggml_scale(ctx, a, c->fp[0]);
+    case CF_OP_LOG:
+        a = cf_default_input(b, c, c->t0, c->ne, permuted);
+        return a == NULL ? NULL : inplace ? ggml_log_inplace(ctx, a) : ggml_log(ctx, a);
+    case CF_OP_SIN:
+        a = cf_default_input(b, c, c->t0, c->ne, permuted);
+        return a == NULL ? NULL : inplace ? ggml_sin_inplace(ctx, a) : ggml_sin(ctx, a);
+    case CF_OP_COS:
+        a = cf_default_input(b, c, c->t0, c->ne, permuted);
+        return a == NULL ? NULL : inplace ? ggml_cos_inplace(ctx, a) : ggml_cos(ctx, a);
+    case CF_OP_CLAMP: /* always in place, as upstream */
+        a = cf_default_input(b, c, c->t0, c->ne, permuted);
+        return a == NULL ? NULL : ggml_clamp(ctx, a, c->fp[0], c->fp[1]);
+    case CF_OP_LEAKY_RELU:
+        a = cf_default_input(b, c, c->t0, c->ne, permuted);
+        return a == NULL ? NULL : ggml_leaky_relu(ctx, a, c->fp[0], inplace);
+    case CF_OP_ADD1:
+        a = cf_default_input(b, c, c->t0, c->ne, permuted);
+        cf_ne(ne, 1, 1, 1, 1);
+        x = cf_default_input(b, c, c->t1, ne, false);
+        return a == NULL || x == NULL ? NULL : inplace ? ggml_add1_inplace(ctx, a, x) : ggml_add1(ctx, a, x);
     case CF_OP_SQR:
         a = cf_default_input(b, c, c->t0, c->ne, permuted);
         return a == NULL ? NULL : inplace ? ggml_sqr_inplace(ctx, a) : ggml_sqr(ctx, a);
@@ -203,6 +230,9 @@ static struct ggml_tensor * cf_build_op(struct cf_build * b, const struct cf_op_
         return a == NULL ? NULL : inplace ? ggml_sqrt_inplace(ctx, a) : ggml_sqrt(ctx, a);
     case CF_OP_UNARY:
         a = cf_default_input(b, c, c->t0, c->ne, permuted);
+        if (a != NULL && c->ip[0] == GGML_UNARY_OP_XIELU) {
+            return ggml_xielu(ctx, a, c->fp[0], c->fp[1], c->fp[2], c->fp[3]);
+        }
         return a == NULL ? NULL
                : inplace ? ggml_unary_inplace(ctx, a, (enum ggml_unary_op) c->ip[0])
                          : ggml_unary(ctx, a, (enum ggml_unary_op) c->ip[0]);
@@ -213,7 +243,13 @@ static struct ggml_tensor * cf_build_op(struct cf_build * b, const struct cf_op_
         }
         if (c->ip[2]) {
             x = cf_default_input(b, c, c->t0, c->ne, permuted);
+            if (x != NULL && c->ip[0] == GGML_GLU_OP_SWIGLU_OAI) {
+                return ggml_swiglu_oai(ctx, a, x, c->fp[0], c->fp[1]);
+            }
             return x == NULL ? NULL : ggml_glu_split(ctx, a, x, (enum ggml_glu_op) c->ip[0]);
+        }
+        if (c->ip[0] == GGML_GLU_OP_SWIGLU_OAI) {
+            return ggml_swiglu_oai(ctx, a, NULL, c->fp[0], c->fp[1]);
         }
         return ggml_glu(ctx, a, (enum ggml_glu_op) c->ip[0], c->ip[1] != 0);
 
@@ -291,6 +327,49 @@ static struct ggml_tensor * cf_build_op(struct cf_build * b, const struct cf_op_
                        : ggml_soft_max_ext(ctx, a, x, c->fp[0], c->fp[1]);
     case CF_OP_ROPE:
         return cf_build_rope(b, c);
+
+    case CF_OP_L2_NORM:
+        a = cf_default_input(b, c, c->t0, c->ne, permuted);
+        return a == NULL ? NULL : inplace ? ggml_l2_norm_inplace(ctx, a, c->fp[0]) : ggml_l2_norm(ctx, a, c->fp[0]);
+    case CF_OP_GROUP_NORM:
+        a = cf_default_input(b, c, c->t0, c->ne, permuted);
+        return a == NULL ? NULL
+               : inplace ? ggml_group_norm_inplace(ctx, a, c->ip[0], c->fp[0])
+                         : ggml_group_norm(ctx, a, c->ip[0], c->fp[0]);
+    case CF_OP_OUT_PROD:
+        a = cf_default_input(b, c, c->t0, c->ne, false);
+        x = cf_default_input(b, c, GGML_TYPE_F32, c->nb, permuted);
+        return a == NULL || x == NULL ? NULL : ggml_out_prod(ctx, a, x);
+    case CF_OP_DIAG_MASK_ZERO:
+        a = cf_default_input(b, c, c->t0, c->ne, permuted);
+        return a == NULL ? NULL
+               : inplace ? ggml_diag_mask_zero_inplace(ctx, a, c->ip[0])
+                         : ggml_diag_mask_zero(ctx, a, c->ip[0]);
+    case CF_OP_PAD: /* ip: the left pads, nb: the right pads */
+        a = c->t0 == GGML_TYPE_I32 ? cf_input(b, c->t0, c->ne, permuted, CF_FILL_INT, -100, 100)
+                                   : cf_input(b, c->t0, c->ne, permuted, CF_FILL_UNIFORM, -2.0, 2.0);
+        return a == NULL ? NULL
+                         : ggml_pad_ext(ctx, a, c->ip[0], (int) c->nb[0], c->ip[1], (int) c->nb[1], c->ip[2],
+                                        (int) c->nb[2], c->ip[3], (int) c->nb[3]);
+    case CF_OP_ARANGE:
+        return ggml_arange(ctx, c->fp[0], c->fp[1], c->fp[2]);
+    case CF_OP_TIMESTEP_EMB:
+        a = cf_input(b, GGML_TYPE_F32, c->ne, false, CF_FILL_UNIFORM, 0.0, 1000.0);
+        return a == NULL ? NULL : ggml_timestep_embedding(ctx, a, c->ip[0], c->ip[1]);
+    case CF_OP_COUNT_EQUAL:
+        /* few distinct values: about a quarter of the pairs equal */
+        a = cf_input(b, GGML_TYPE_I32, c->ne, false, CF_FILL_INT, 0, 3);
+        x = cf_input(b, GGML_TYPE_I32, c->ne, permuted, CF_FILL_INT, 0, 3);
+        return a == NULL || x == NULL ? NULL : ggml_count_equal(ctx, a, x);
+    case CF_OP_CUMSUM:
+        a = cf_default_input(b, c, c->t0, c->ne, permuted);
+        return a == NULL ? NULL : ggml_cumsum(ctx, a);
+    case CF_OP_ARGSORT:
+        a = cf_default_input(b, c, c->t0, c->ne, permuted);
+        return a == NULL ? NULL : ggml_argsort(ctx, a, (enum ggml_sort_order) c->ip[0]);
+    case CF_OP_TOP_K:
+        a = cf_default_input(b, c, c->t0, c->ne, permuted);
+        return a == NULL ? NULL : ggml_top_k(ctx, a, c->ip[0]);
     }
     return NULL;
 }

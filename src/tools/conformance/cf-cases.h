@@ -37,6 +37,23 @@ enum cf_op {
     CF_OP_ROPE,
     CF_OP_UNARY,
     CF_OP_GLU,
+    CF_OP_LOG,
+    CF_OP_SIN,
+    CF_OP_COS,
+    CF_OP_CLAMP,
+    CF_OP_LEAKY_RELU,
+    CF_OP_ADD1,
+    CF_OP_L2_NORM,
+    CF_OP_GROUP_NORM,
+    CF_OP_OUT_PROD,
+    CF_OP_DIAG_MASK_ZERO,
+    CF_OP_PAD,
+    CF_OP_ARANGE,
+    CF_OP_TIMESTEP_EMB,
+    CF_OP_COUNT_EQUAL,
+    CF_OP_CUMSUM,
+    CF_OP_ARGSORT,
+    CF_OP_TOP_K,
 };
 
 /*
@@ -97,6 +114,9 @@ static const char * cf_op_label(const struct cf_op_case * c) {
         "dup", "cpy", "cont", "add", "sub", "mul", "div", "scale", "sqr", "sqrt", "sum", "sum_rows", "mean",
         "argmax", "repeat", "concat", "norm", "rms_norm", "mul_mat", "get_rows", "set_rows", "diag_mask_inf",
         "soft_max", "soft_max_ext", "rope", "unary", "glu",
+        "log", "sin", "cos", "clamp", "leaky_relu", "add1",
+        "l2_norm", "group_norm", "out_prod", "diag_mask_zero", "pad", "arange", "timestep_embedding", "count_equal",
+        "cumsum", "argsort", "top_k",
     };
     return names[c->op];
 }
@@ -150,6 +170,19 @@ static const char * cf_unary_name(int op) {
     case GGML_UNARY_OP_SILU: return "silu";
     case GGML_UNARY_OP_EXP: return "exp";
     case GGML_UNARY_OP_GELU_ERF: return "gelu_erf";
+    case GGML_UNARY_OP_SGN: return "sgn";
+    case GGML_UNARY_OP_STEP: return "step";
+    case GGML_UNARY_OP_ELU: return "elu";
+    case GGML_UNARY_OP_GELU_QUICK: return "gelu_quick";
+    case GGML_UNARY_OP_HARDSWISH: return "hardswish";
+    case GGML_UNARY_OP_HARDSIGMOID: return "hardsigmoid";
+    case GGML_UNARY_OP_EXPM1: return "expm1";
+    case GGML_UNARY_OP_SOFTPLUS: return "softplus";
+    case GGML_UNARY_OP_XIELU: return "xielu";
+    case GGML_UNARY_OP_FLOOR: return "floor";
+    case GGML_UNARY_OP_CEIL: return "ceil";
+    case GGML_UNARY_OP_ROUND: return "round";
+    case GGML_UNARY_OP_TRUNC: return "trunc";
     default: return "?";
     }
 }
@@ -161,6 +194,7 @@ static const char * cf_glu_name(int op) {
     case GGML_GLU_OP_SWIGLU: return "swiglu";
     case GGML_GLU_OP_GEGLU_ERF: return "geglu_erf";
     case GGML_GLU_OP_GEGLU_QUICK: return "geglu_quick";
+    case GGML_GLU_OP_SWIGLU_OAI: return "swiglu_oai";
     default: return "?";
     }
 }
@@ -233,6 +267,97 @@ static void cf_cases_binary(struct cf_case_list * l) {
     c->nb[0] = 4, c->nb[1] = 1, c->nb[2] = 1, c->nb[3] = 1;
 }
 
+/*
+ * The rest of the elementwise family: the other unary ops (through ggml_unary; XIELU through
+ * ggml_xielu with fp[0..3]), LOG, SIN, COS, CLAMP (always in place), LEAKY_RELU, ADD1, SCALE with
+ * a bias (fp[1]) and SWIGLU_OAI (fp[0] alpha, fp[1] limit).
+ */
+static void cf_cases_elementwise2(struct cf_case_list * l) {
+    const int unary[] = { GGML_UNARY_OP_SGN, GGML_UNARY_OP_STEP, GGML_UNARY_OP_ELU, GGML_UNARY_OP_GELU_QUICK,
+                          GGML_UNARY_OP_HARDSWISH, GGML_UNARY_OP_HARDSIGMOID, GGML_UNARY_OP_EXPM1,
+                          GGML_UNARY_OP_SOFTPLUS, GGML_UNARY_OP_FLOOR, GGML_UNARY_OP_CEIL, GGML_UNARY_OP_ROUND,
+                          GGML_UNARY_OP_TRUNC, GGML_UNARY_OP_XIELU };
+    const int n_unary = (int) (sizeof unary / sizeof unary[0]);
+    for (int u = 0; u < n_unary; u++) {
+        const char * n = cf_unary_name(unary[u]);
+        struct cf_op_case * c[7];
+        c[0] = cf_add(l, CF_OP_UNARY, GGML_TYPE_F32, GGML_TYPE_F32, 1, 1, 1, 1, CF_CONTIG, n);
+        c[1] = cf_add(l, CF_OP_UNARY, GGML_TYPE_F32, GGML_TYPE_F32, 33, 3, 2, 1, CF_CONTIG, n);
+        c[2] = cf_add(l, CF_OP_UNARY, GGML_TYPE_F32, GGML_TYPE_F32, 4097, 2, 1, 1, CF_CONTIG, n);
+        c[3] = cf_add(l, CF_OP_UNARY, GGML_TYPE_F16, GGML_TYPE_F16, 1023, 2, 1, 1, CF_CONTIG, n);
+        c[4] = cf_add(l, CF_OP_UNARY, GGML_TYPE_BF16, GGML_TYPE_BF16, 32, 3, 1, 1, CF_CONTIG, n);
+        c[5] = cf_add(l, CF_OP_UNARY, GGML_TYPE_F32, GGML_TYPE_F32, 31, 4, 3, 2, CF_PERMUTED, n);
+        /* upstream has no in-place xielu */
+        c[6] = cf_add(l, CF_OP_UNARY, GGML_TYPE_F32, GGML_TYPE_F32, 32, 3, 2, 1,
+                      unary[u] == GGML_UNARY_OP_XIELU ? CF_CONTIG : CF_INPLACE, n);
+        for (int k = 0; k < 7; k++) {
+            c[k]->ip[0] = unary[u];
+            if (unary[u] == GGML_UNARY_OP_XIELU) {
+                c[k]->fp[0] = 0.8f, c[k]->fp[1] = 0.8f, c[k]->fp[2] = 0.5f, c[k]->fp[3] = -1e-6f;
+            }
+        }
+    }
+    /* the exact ones, on infinities, NaNs, -0 and subnormals */
+    const int exact[] = { GGML_UNARY_OP_SGN, GGML_UNARY_OP_STEP, GGML_UNARY_OP_FLOOR, GGML_UNARY_OP_CEIL,
+                          GGML_UNARY_OP_ROUND, GGML_UNARY_OP_TRUNC };
+    for (int u = 0; u < 6; u++) {
+        char n[32];
+        snprintf(n, sizeof n, "%s-special", cf_unary_name(exact[u]));
+        struct cf_op_case * c = cf_add(l, CF_OP_UNARY, GGML_TYPE_F32, GGML_TYPE_F32, 33, 3, 1, 1, CF_CONTIG, n);
+        c->ip[0] = exact[u], c->ip[3] = 1;
+        c = cf_add(l, CF_OP_UNARY, GGML_TYPE_F16, GGML_TYPE_F16, 33, 3, 1, 1, CF_CONTIG, n);
+        c->ip[0] = exact[u], c->ip[3] = 1;
+    }
+
+    const enum cf_op ops[] = { CF_OP_LOG, CF_OP_SIN, CF_OP_COS, CF_OP_CLAMP, CF_OP_LEAKY_RELU, CF_OP_ADD1 };
+    for (int o = 0; o < 6; o++) {
+        struct cf_op_case * c[8];
+        int k = 0;
+        for (int s = 0; s < CF_N_SIZES; s++) {
+            c[k++] = cf_add(l, ops[o], GGML_TYPE_F32, GGML_TYPE_F32, cf_sizes[s], 3, 1, 1, CF_CONTIG, NULL);
+        }
+        c[k++] = cf_add(l, ops[o], GGML_TYPE_F16, GGML_TYPE_F16, 33, 3, 2, 1, CF_CONTIG, NULL);
+        c[k++] = cf_add(l, ops[o], GGML_TYPE_BF16, GGML_TYPE_BF16, 1023, 2, 1, 1, CF_CONTIG, NULL);
+        for (int i = 0; i < k; i++) {
+            c[i]->fp[0] = ops[o] == CF_OP_CLAMP ? -1.25f : 0.05f, c[i]->fp[1] = 0.75f;
+        }
+        struct cf_op_case * p = cf_add(l, ops[o], GGML_TYPE_F32, GGML_TYPE_F32, 31, 4, 3, 2, CF_PERMUTED, NULL);
+        p->fp[0] = ops[o] == CF_OP_CLAMP ? -0.5f : -0.3f, p->fp[1] = 1.5f;
+        if (ops[o] != CF_OP_CLAMP) { /* clamp is always in place: its other cases cover it */
+            p = cf_add(l, ops[o], GGML_TYPE_F32, GGML_TYPE_F32, 33, 3, 2, 1, CF_INPLACE, NULL);
+            p->fp[0] = 0.2f;
+        }
+    }
+    /* add1 with the scalar in another type than a */
+    cf_add(l, CF_OP_ADD1, GGML_TYPE_F16, GGML_TYPE_F32, 33, 3, 2, 1, CF_CONTIG, NULL);
+    cf_add(l, CF_OP_ADD1, GGML_TYPE_F32, GGML_TYPE_BF16, 1023, 2, 1, 1, CF_CONTIG, NULL);
+
+    /* scale with a bias (ggml_scale_bias) */
+    struct cf_op_case * c;
+    c = cf_add(l, CF_OP_SCALE, GGML_TYPE_F32, GGML_TYPE_F32, 4097, 3, 1, 1, CF_CONTIG, "bias");
+    c->fp[0] = -1.75f, c->fp[1] = 0.5f;
+    c = cf_add(l, CF_OP_SCALE, GGML_TYPE_F16, GGML_TYPE_F16, 33, 3, 2, 1, CF_PERMUTED, "bias");
+    c->fp[0] = 0.3f, c->fp[1] = -2.0f;
+    c = cf_add(l, CF_OP_SCALE, GGML_TYPE_BF16, GGML_TYPE_BF16, 32, 3, 2, 1, CF_INPLACE, "bias");
+    c->fp[0] = 2.5f, c->fp[1] = 1.0f;
+
+    /* swiglu_oai: gpt-oss's alpha and limit (no clipping in the inputs' range), then limit 2 */
+    const float oai[2][2] = { { 1.702f, 7.0f }, { 1.0f, 2.0f } };
+    for (int k = 0; k < 2; k++) {
+        char n[40];
+        snprintf(n, sizeof n, "swiglu_oai-limit%g", (double) oai[k][1]);
+        c = cf_add(l, CF_OP_GLU, GGML_TYPE_F32, GGML_TYPE_F32, 66, 3, 2, 1, CF_CONTIG, n);
+        c->ip[0] = GGML_GLU_OP_SWIGLU_OAI, c->fp[0] = oai[k][0], c->fp[1] = oai[k][1];
+        c = cf_add(l, CF_OP_GLU, GGML_TYPE_F32, GGML_TYPE_F32, 4097, 2, 1, 1, CF_CONTIG, n);
+        c->ip[0] = GGML_GLU_OP_SWIGLU_OAI, c->ip[2] = 1, c->fp[0] = oai[k][0], c->fp[1] = oai[k][1];
+        c = cf_add(l, CF_OP_GLU, GGML_TYPE_F16, GGML_TYPE_F16, 33, 3, 2, 1, CF_CONTIG, n);
+        c->ip[0] = GGML_GLU_OP_SWIGLU_OAI, c->ip[2] = 1, c->fp[0] = oai[k][0], c->fp[1] = oai[k][1];
+        c = cf_add(l, CF_OP_GLU, GGML_TYPE_BF16, GGML_TYPE_BF16, 62, 3, 1, 1, CF_CONTIG, n);
+        c->ip[0] = GGML_GLU_OP_SWIGLU_OAI, c->fp[0] = oai[k][0], c->fp[1] = oai[k][1];
+    }
+    /* the named helpers beyond geglu/swiglu are ggml_glu with their op: covered above */
+}
+
 static void cf_cases_elementwise(struct cf_case_list * l) {
     const enum cf_op ops[] = { CF_OP_SCALE, CF_OP_SQR, CF_OP_SQRT };
     for (int o = 0; o < 3; o++) {
@@ -292,6 +417,7 @@ static void cf_cases_elementwise(struct cf_case_list * l) {
         c = cf_add(l, CF_OP_GLU, GGML_TYPE_F16, GGML_TYPE_F16, 1023, 2, 1, 1, CF_CONTIG, n);
         c->ip[0] = glu[g], c->ip[2] = 1;
     }
+    cf_cases_elementwise2(l);
 }
 
 static void cf_cases_reduce(struct cf_case_list * l) {
@@ -481,6 +607,91 @@ static void cf_cases_attention(struct cf_case_list * l) {
     c->ip[0] = GGML_ROPE_TYPE_NEOX, c->ip[1] = 8;
 }
 
+/*
+ * l2/group norm, out_prod, diag_mask_zero, pad (ip: left pads, nb: right pads), arange (fp: start,
+ * stop, step), timestep_embedding (ne0 timesteps; ip: dim, max_period), count_equal, cumsum,
+ * argsort (ip[0]: order) and top_k (ip[0]: k).
+ */
+static void cf_cases_misc(struct cf_case_list * l) {
+    struct cf_op_case * c;
+    for (int s = 0; s < CF_N_SIZES; s++) {
+        const int64_t n = cf_sizes[s];
+        cf_add(l, CF_OP_L2_NORM, GGML_TYPE_F32, GGML_TYPE_F32, n, 3, 2, 1, CF_CONTIG, NULL)->fp[0] = 1e-6f;
+        cf_add(l, CF_OP_CUMSUM, GGML_TYPE_F32, GGML_TYPE_F32, n, 3, 2, 1, CF_CONTIG, NULL);
+        cf_add(l, CF_OP_COUNT_EQUAL, GGML_TYPE_I32, GGML_TYPE_I32, n, 3, 2, 1, CF_CONTIG, NULL);
+        cf_add(l, CF_OP_ARGSORT, GGML_TYPE_F32, GGML_TYPE_F32, n, 3, 1, 1, CF_CONTIG, "asc")->ip[0] = GGML_SORT_ORDER_ASC;
+        cf_add(l, CF_OP_ARGSORT, GGML_TYPE_F32, GGML_TYPE_F32, n, 3, 1, 1, CF_CONTIG, "desc")->ip[0] = GGML_SORT_ORDER_DESC;
+        cf_add(l, CF_OP_TOP_K, GGML_TYPE_F32, GGML_TYPE_F32, n, 3, 1, 1, CF_CONTIG, "k1")->ip[0] = 1;
+        if (n >= 33) {
+            cf_add(l, CF_OP_TOP_K, GGML_TYPE_F32, GGML_TYPE_F32, n, 3, 1, 1, CF_CONTIG, "k33")->ip[0] = 33;
+        }
+        c = cf_add(l, CF_OP_DIAG_MASK_ZERO, GGML_TYPE_F32, GGML_TYPE_F32, n, n < 7 ? n : 7, 2, 1, CF_CONTIG, NULL);
+        c->ip[0] = s % 3;
+        for (int t = 0; t < 3; t++) {
+            /* a is [N, K]: N is the size under test; b is [3, K] */
+            c = cf_add(l, CF_OP_OUT_PROD, cf_float_types[t], GGML_TYPE_F32, n, 5, 1, 1, CF_CONTIG, NULL);
+            c->nb[0] = 3, c->nb[1] = 5, c->nb[2] = 1, c->nb[3] = 1;
+        }
+        c = cf_add(l, CF_OP_PAD, GGML_TYPE_F32, GGML_TYPE_F32, n, 3, 2, 1, CF_CONTIG, NULL);
+        c->ip[0] = 1, c->ip[1] = 0, c->ip[2] = 1, c->ip[3] = 0;
+        c->nb[0] = 2, c->nb[1] = 1, c->nb[2] = 0, c->nb[3] = 1;
+    }
+    cf_add(l, CF_OP_L2_NORM, GGML_TYPE_F32, GGML_TYPE_F32, 33, 5, 3, 2, CF_PERMUTED, NULL)->fp[0] = 1e-6f;
+    cf_add(l, CF_OP_L2_NORM, GGML_TYPE_F32, GGML_TYPE_F32, 32, 3, 2, 1, CF_INPLACE, NULL)->fp[0] = 1e-3f;
+
+    c = cf_add(l, CF_OP_GROUP_NORM, GGML_TYPE_F32, GGML_TYPE_F32, 7, 5, 8, 2, CF_CONTIG, NULL);
+    c->ip[0] = 4, c->fp[0] = 1e-6f;
+    c = cf_add(l, CF_OP_GROUP_NORM, GGML_TYPE_F32, GGML_TYPE_F32, 33, 3, 10, 1, CF_CONTIG, "uneven");
+    c->ip[0] = 4, c->fp[0] = 1e-6f;
+    c = cf_add(l, CF_OP_GROUP_NORM, GGML_TYPE_F32, GGML_TYPE_F32, 1023, 2, 4, 1, CF_CONTIG, NULL);
+    c->ip[0] = 2, c->fp[0] = 1e-5f;
+    c = cf_add(l, CF_OP_GROUP_NORM, GGML_TYPE_F32, GGML_TYPE_F32, 6, 5, 6, 2, CF_PERMUTED, NULL);
+    c->ip[0] = 3, c->fp[0] = 1e-6f;
+    c = cf_add(l, CF_OP_GROUP_NORM, GGML_TYPE_F32, GGML_TYPE_F32, 32, 3, 4, 1, CF_INPLACE, NULL);
+    c->ip[0] = 2, c->fp[0] = 1e-3f;
+
+    for (int t = 0; t < 3; t++) {
+        /* a broadcast over dims 2 and 3, and b as a permuted view */
+        c = cf_add(l, CF_OP_OUT_PROD, cf_float_types[t], GGML_TYPE_F32, 9, 7, 2, 1, CF_BCAST, NULL);
+        c->nb[0] = 5, c->nb[1] = 7, c->nb[2] = 4, c->nb[3] = 3;
+        c = cf_add(l, CF_OP_OUT_PROD, cf_float_types[t], GGML_TYPE_F32, 33, 6, 2, 1, CF_PERMUTED, NULL);
+        c->nb[0] = 31, c->nb[1] = 6, c->nb[2] = 2, c->nb[3] = 1;
+    }
+
+    cf_add(l, CF_OP_DIAG_MASK_ZERO, GGML_TYPE_F32, GGML_TYPE_F32, 33, 31, 2, 1, CF_PERMUTED, NULL)->ip[0] = 1;
+    cf_add(l, CF_OP_DIAG_MASK_ZERO, GGML_TYPE_F32, GGML_TYPE_F32, 32, 32, 2, 1, CF_INPLACE, NULL)->ip[0] = 0;
+
+    const enum ggml_type pad_types[] = { GGML_TYPE_F16, GGML_TYPE_BF16, GGML_TYPE_I32 };
+    for (int t = 0; t < 3; t++) {
+        c = cf_add(l, CF_OP_PAD, pad_types[t], pad_types[t], 31, 4, 2, 1, CF_CONTIG, NULL);
+        c->ip[0] = 2, c->ip[1] = 1, c->ip[2] = 0, c->ip[3] = 1;
+        c->nb[0] = 1, c->nb[1] = 0, c->nb[2] = 2, c->nb[3] = 0;
+    }
+    c = cf_add(l, CF_OP_PAD, GGML_TYPE_F32, GGML_TYPE_F32, 33, 31, 2, 3, CF_PERMUTED, NULL);
+    c->ip[0] = 1, c->ip[1] = 2, c->ip[2] = 0, c->ip[3] = 1;
+    c->nb[0] = 2, c->nb[1] = 0, c->nb[2] = 1, c->nb[3] = 1;
+
+    const float ranges[][3] = { { 0.0f, 10.0f, 1.0f }, { -3.0f, 4.5f, 0.5f }, { 2.0f, 3.0f, 0.3f }, { 0.0f, 4097.0f, 1.0f } };
+    for (int i = 0; i < 4; i++) {
+        c = cf_add(l, CF_OP_ARANGE, GGML_TYPE_F32, GGML_TYPE_F32, 1, 1, 1, 1, CF_CONTIG, NULL);
+        c->fp[0] = ranges[i][0], c->fp[1] = ranges[i][1], c->fp[2] = ranges[i][2];
+        snprintf(c->name, sizeof c->name, "arange f32 (%g, %g, %g)", (double) ranges[i][0], (double) ranges[i][1],
+                 (double) ranges[i][2]);
+    }
+
+    /* ne0 timesteps, embedding dim */
+    const int dims[][2] = { { 1, 32 }, { 31, 33 }, { 33, 320 }, { 4097, 8 } };
+    for (int i = 0; i < 4; i++) {
+        c = cf_add(l, CF_OP_TIMESTEP_EMB, GGML_TYPE_F32, GGML_TYPE_F32, dims[i][0], 1, 1, 1, CF_CONTIG, NULL);
+        c->ip[0] = dims[i][1], c->ip[1] = 10000;
+    }
+
+    cf_add(l, CF_OP_CUMSUM, GGML_TYPE_F32, GGML_TYPE_F32, 33, 31, 2, 3, CF_PERMUTED, NULL);
+    cf_add(l, CF_OP_COUNT_EQUAL, GGML_TYPE_I32, GGML_TYPE_I32, 33, 31, 2, 3, CF_PERMUTED, NULL);
+    cf_add(l, CF_OP_ARGSORT, GGML_TYPE_F32, GGML_TYPE_F32, 33, 31, 2, 3, CF_PERMUTED, "asc")->ip[0] = GGML_SORT_ORDER_ASC;
+    cf_add(l, CF_OP_TOP_K, GGML_TYPE_F32, GGML_TYPE_F32, 33, 31, 2, 3, CF_PERMUTED, "k5")->ip[0] = 5;
+}
+
 /* every op case, in a fixed order; false when memory ran out */
 static bool cf_make_op_cases(struct cf_case_list * l) {
     memset(l, 0, sizeof *l);
@@ -493,6 +704,7 @@ static bool cf_make_op_cases(struct cf_case_list * l) {
     cf_cases_mul_mat(l);
     cf_cases_rows(l);
     cf_cases_attention(l);
+    cf_cases_misc(l);
     return !l->oom;
 }
 

@@ -136,8 +136,40 @@ static double cf_unary(int op, double x) {
     case GGML_UNARY_OP_SILU: return x * cf_sigmoid(x);
     case GGML_UNARY_OP_EXP: return exp(x);
     case GGML_UNARY_OP_GELU_ERF: return cf_gelu_erf(x);
+    case GGML_UNARY_OP_SGN: return x > 0 ? 1.0 : x < 0 ? -1.0 : 0.0;
+    case GGML_UNARY_OP_STEP: return x > 0 ? 1.0 : 0.0;
+    case GGML_UNARY_OP_ELU: return x > 0 ? x : expm1(x);
+    case GGML_UNARY_OP_GELU_QUICK: return x * cf_sigmoid(1.702 * x);
+    case GGML_UNARY_OP_HARDSWISH: return x * fmin(1.0, fmax(0.0, (x + 3.0) / 6.0));
+    case GGML_UNARY_OP_HARDSIGMOID: return fmin(1.0, fmax(0.0, (x + 3.0) / 6.0));
+    case GGML_UNARY_OP_EXPM1: return expm1(x);
+    case GGML_UNARY_OP_SOFTPLUS: return x > 20.0 ? x : log1p(exp(x));
+    case GGML_UNARY_OP_FLOOR: return floor(x);
+    case GGML_UNARY_OP_CEIL: return ceil(x);
+    case GGML_UNARY_OP_ROUND: return round(x);
+    case GGML_UNARY_OP_TRUNC: return trunc(x);
     default: return NAN;
     }
+}
+
+static double cf_softplus(double x) {
+    return log1p(exp(x));
+}
+
+/*
+ * xIELU from the parameters the case gave ggml_xielu (fp[0..3]: alpha_n, alpha_p, beta, eps),
+ * derived in float as the constructor stores them; *scale: the size of the terms that cancel.
+ */
+static double cf_xielu(const struct cf_op_case * c, double x, double * scale) {
+    const double an = (float) ((float) c->fp[2] + (float) cf_softplus(c->fp[0]));
+    const double ap = (float) cf_softplus(c->fp[1]), beta = c->fp[2], eps = c->fp[3];
+    if (x > 0) {
+        *scale = ap * x * x + fabs(beta * x);
+        return ap * x * x + beta * x;
+    }
+    const double e = expm1(fmin(x, eps));
+    *scale = fabs(an) * (fabs(e) + fabs(x)) + fabs(beta * x);
+    return (e - x) * an + beta * x;
 }
 
 static double cf_glu_act(int op, double x) {
@@ -184,24 +216,56 @@ static void cf_ref_binary(struct cf_ref * r) {
 static void cf_ref_elementwise(struct cf_ref * r) {
     const struct cf_acc a = cf_acc_of(r->b, r->b->in[0], false);
     const int op = r->c->ip[0];
-    const bool exact = r->c->op == CF_OP_UNARY &&
-                       (op == GGML_UNARY_OP_ABS || op == GGML_UNARY_OP_NEG || op == GGML_UNARY_OP_RELU);
-    const bool transcendental = r->c->op == CF_OP_UNARY || r->c->op == CF_OP_SQRT;
+    const bool exact = (r->c->op == CF_OP_UNARY &&
+                        (op == GGML_UNARY_OP_ABS || op == GGML_UNARY_OP_NEG || op == GGML_UNARY_OP_RELU ||
+                         op == GGML_UNARY_OP_SGN || op == GGML_UNARY_OP_STEP || op == GGML_UNARY_OP_FLOOR ||
+                         op == GGML_UNARY_OP_CEIL || op == GGML_UNARY_OP_ROUND || op == GGML_UNARY_OP_TRUNC)) ||
+                       r->c->op == CF_OP_CLAMP;
+    const enum ggml_type ot = r->b->out->type;
+    const bool transcendental = r->c->op == CF_OP_UNARY || r->c->op == CF_OP_SQRT || r->c->op == CF_OP_LOG ||
+                                r->c->op == CF_OP_SIN || r->c->op == CF_OP_COS;
     const double rtol = exact ? 0.0 : cf_rtol(transcendental ? 32 : 2, r->b->out->type);
     CF_FOR4(r->ne, i0, i1, i2, i3) {
         const double x = cf_at(&a, i0, i1, i2, i3);
         double w, s;
         switch (r->c->op) {
-        case CF_OP_SCALE: w = x * (double) r->c->fp[0]; s = fabs(w); break;
+        case CF_OP_SCALE:
+            w = x * (double) r->c->fp[0] + (double) r->c->fp[1];
+            s = fabs(x * (double) r->c->fp[0]) + fabs((double) r->c->fp[1]);
+            break;
+        case CF_OP_LOG: w = log(x); s = fabs(w) + 0.01 * fabs(x); break;
+        case CF_OP_SIN: w = sin(x); s = fabs(w) + 0.01 * fabs(x); break;
+        case CF_OP_COS: w = cos(x); s = fabs(w) + 0.01 * fabs(x); break;
+        /* the bounds as the output type holds them */
+        case CF_OP_CLAMP:
+            w = cf_round_to(ot, fmax(fmin(x, (double) r->c->fp[1]), (double) r->c->fp[0]));
+            s = 0;
+            break;
+        case CF_OP_LEAKY_RELU: w = x > 0 ? x : x * (double) r->c->fp[0]; s = fabs(w); break;
         case CF_OP_SQR: w = x * x; s = w; break;
         case CF_OP_SQRT: w = sqrt(x); s = w; break;
         default:
+            if (op == GGML_UNARY_OP_XIELU) {
+                w = cf_xielu(r->c, x, &s);
+                break;
+            }
             w = cf_unary(op, x);
             /* a backend may compute 0.5x(1 + tanh(..)) and lose a few ulps of x in the cancellation */
             s = fabs(w) + 0.01 * fabs(x);
             break;
         }
         cf_put(r, i0, i1, i2, i3, w, rtol * s);
+    }
+}
+
+static void cf_ref_add1(struct cf_ref * r) {
+    const struct cf_acc a = cf_acc_of(r->b, r->b->in[0], false);
+    const struct cf_acc x = cf_acc_of(r->b, r->b->in[1], false);
+    const double rtol = cf_rtol(2, r->b->out->type);
+    const double y = cf_at(&x, 0, 0, 0, 0);
+    CF_FOR4(r->ne, i0, i1, i2, i3) {
+        const double av = cf_at(&a, i0, i1, i2, i3);
+        cf_put(r, i0, i1, i2, i3, av + y, rtol * (fabs(av) + fabs(y)));
     }
 }
 
@@ -222,6 +286,14 @@ static void cf_ref_glu(struct cf_ref * r) {
         } else {
             x  = cf_at(&a, swapped ? i0 + n : i0, i1, i2, i3);
             gv = cf_at(&a, swapped ? i0 : i0 + n, i1, i2, i3);
+        }
+        if (r->c->ip[0] == GGML_GLU_OP_SWIGLU_OAI) {
+            /* x clipped above at limit, the gate to [-limit, limit] and shifted by 1 */
+            const double alpha = r->c->fp[0], limit = r->c->fp[1];
+            const double xc = fmin(x, limit), gc = fmax(fmin(gv, limit), -limit);
+            const double act = xc * cf_sigmoid(alpha * xc);
+            cf_put(r, i0, i1, i2, i3, act * (gc + 1.0), rtol * (fabs(act) + 0.01 * fabs(xc)) * (fabs(gc) + 1.0));
+            continue;
         }
         const double act = cf_glu_act(r->c->ip[0], x);
         cf_put(r, i0, i1, i2, i3, act * gv, rtol * (fabs(act) + 0.01 * fabs(x)) * fabs(gv));
@@ -370,7 +442,8 @@ static void cf_ref_diag_mask(struct cf_ref * r) {
     const struct cf_acc a = cf_acc_of(r->b, r->b->in[0], false);
     const int64_t n_past = r->c->ip[0];
     CF_FOR4(r->ne, i0, i1, i2, i3) {
-        cf_put(r, i0, i1, i2, i3, i0 > n_past + i1 ? -INFINITY : cf_at(&a, i0, i1, i2, i3), 0.0);
+        const double masked = r->c->op == CF_OP_DIAG_MASK_ZERO ? 0.0 : -INFINITY;
+        cf_put(r, i0, i1, i2, i3, i0 > n_past + i1 ? masked : cf_at(&a, i0, i1, i2, i3), 0.0);
     }
 }
 
@@ -490,6 +563,214 @@ static void cf_ref_rope(struct cf_ref * r) {
     }
 }
 
+/* ---- l2/group norm, out_prod, pad, arange, timestep embedding, count_equal, cumsum, sorting -- */
+
+static void cf_ref_l2_norm(struct cf_ref * r) {
+    const struct cf_acc a = cf_acc_of(r->b, r->b->in[0], false);
+    const double eps = (double) r->c->fp[0];
+    const double rtol = cf_eps(GGML_TYPE_F32) * (16.0 + 2.0 * sqrt((double) a.ne[0]));
+    for (int64_t i3 = 0; i3 < a.ne[3]; i3++) {
+        for (int64_t i2 = 0; i2 < a.ne[2]; i2++) {
+            for (int64_t i1 = 0; i1 < a.ne[1]; i1++) {
+                double sq = 0;
+                for (int64_t i0 = 0; i0 < a.ne[0]; i0++) {
+                    sq += cf_at(&a, i0, i1, i2, i3) * cf_at(&a, i0, i1, i2, i3);
+                }
+                /* x / max(|x|, eps), as upstream */
+                const double inv = 1.0 / fmax(sqrt(sq), eps);
+                for (int64_t i0 = 0; i0 < a.ne[0]; i0++) {
+                    const double w = cf_at(&a, i0, i1, i2, i3) * inv;
+                    cf_put(r, i0, i1, i2, i3, w, rtol * (fabs(w) + 1.0));
+                }
+            }
+        }
+    }
+}
+
+/* channels (dim 2) in groups of ceil(ne2 / n_groups), each group of each dim-3 slice normalised */
+static void cf_ref_group_norm(struct cf_ref * r) {
+    const struct cf_acc a = cf_acc_of(r->b, r->b->in[0], false);
+    const int64_t n_groups = r->c->ip[0];
+    const double  eps      = (double) r->c->fp[0];
+    const int64_t per      = (a.ne[2] + n_groups - 1) / n_groups;
+    for (int64_t i3 = 0; i3 < a.ne[3]; i3++) {
+        for (int64_t c0 = 0; c0 < a.ne[2]; c0 += per) {
+            const int64_t c1 = c0 + per < a.ne[2] ? c0 + per : a.ne[2];
+            const double  n  = (double) ((c1 - c0) * a.ne[0] * a.ne[1]);
+            double sum = 0, sq = 0;
+            for (int64_t i2 = c0; i2 < c1; i2++) {
+                for (int64_t i1 = 0; i1 < a.ne[1]; i1++) {
+                    for (int64_t i0 = 0; i0 < a.ne[0]; i0++) {
+                        sum += cf_at(&a, i0, i1, i2, i3);
+                    }
+                }
+            }
+            const double mean = sum / n;
+            for (int64_t i2 = c0; i2 < c1; i2++) {
+                for (int64_t i1 = 0; i1 < a.ne[1]; i1++) {
+                    for (int64_t i0 = 0; i0 < a.ne[0]; i0++) {
+                        const double d = cf_at(&a, i0, i1, i2, i3) - mean;
+                        sq += d * d;
+                    }
+                }
+            }
+            const double inv  = 1.0 / sqrt(sq / n + eps);
+            const double rtol = cf_eps(GGML_TYPE_F32) * (16.0 + 2.0 * sqrt(n));
+            for (int64_t i2 = c0; i2 < c1; i2++) {
+                for (int64_t i1 = 0; i1 < a.ne[1]; i1++) {
+                    for (int64_t i0 = 0; i0 < a.ne[0]; i0++) {
+                        const double w = (cf_at(&a, i0, i1, i2, i3) - mean) * inv;
+                        cf_put(r, i0, i1, i2, i3, w, rtol * (fabs(w) + 1.0));
+                    }
+                }
+            }
+        }
+    }
+}
+
+/* want[i0, i1, i2, i3] = sum over k of a[i0, k, i2 / r2, i3 / r3] * b[i1, k, i2, i3] */
+static void cf_ref_out_prod(struct cf_ref * r) {
+    const struct cf_acc a = cf_acc_of(r->b, r->b->in[0], false);
+    const struct cf_acc x = cf_acc_of(r->b, r->b->in[1], false);
+    const int64_t K = a.ne[1];
+    const int64_t r2 = x.ne[2] / a.ne[2], r3 = x.ne[3] / a.ne[3];
+    /* as for mul_mat: F16/BF16 a allows one rounding of its type per product */
+    const double prod_ulps = a.type == GGML_TYPE_F32 ? CF_SUM_ULPS * cf_eps(GGML_TYPE_F32) : 4.0 * cf_eps(a.type);
+    CF_FOR4(r->ne, i0, i1, i2, i3) {
+        struct cf_sum acc = { 0, 0, 0 };
+        for (int64_t k = 0; k < K; k++) {
+            cf_sum_add(&acc, cf_at(&a, i0, k, i2 / r2, i3 / r3) * cf_at(&x, i1, k, i2, i3));
+        }
+        cf_put(r, i0, i1, i2, i3, acc.s, cf_sum_tol(&acc, acc.s, GGML_TYPE_F32) + prod_ulps * sqrt(acc.p2));
+    }
+}
+
+/* ip: left pads, nb: right pads; zeros outside a */
+static void cf_ref_pad(struct cf_ref * r) {
+    const struct cf_acc a = cf_acc_of(r->b, r->b->in[0], false);
+    const int * lp = r->c->ip;
+    CF_FOR4(r->ne, i0, i1, i2, i3) {
+        const int64_t j0 = i0 - lp[0], j1 = i1 - lp[1], j2 = i2 - lp[2], j3 = i3 - lp[3];
+        const bool in = j0 >= 0 && j0 < a.ne[0] && j1 >= 0 && j1 < a.ne[1] && j2 >= 0 && j2 < a.ne[2] && j3 >= 0 &&
+                        j3 < a.ne[3];
+        cf_put(r, i0, i1, i2, i3, in ? cf_at(&a, j0, j1, j2, j3) : 0.0, 0.0);
+    }
+}
+
+static void cf_ref_arange(struct cf_ref * r) {
+    const double start = r->c->fp[0], step = r->c->fp[2];
+    for (int64_t i = 0; i < r->ne[0]; i++) {
+        const double w = start + step * (double) i;
+        /* start + step * i in float: two roundings */
+        cf_put(r, i, 0, 0, 0, w, 2.0 * cf_eps(GGML_TYPE_F32) * (fabs(start) + fabs(step * (double) i)));
+    }
+}
+
+/* row i: cos(t f_j) for j < dim / 2, then sin(t f_j), then 0 for an odd dim; f_j = period^(-j / half) */
+static void cf_ref_timestep(struct cf_ref * r) {
+    const struct cf_acc t = cf_acc_of(r->b, r->b->in[0], false);
+    const int64_t dim = r->c->ip[0], half = dim / 2;
+    const double lmax = log((double) r->c->ip[1]);
+    for (int64_t i = 0; i < r->ne[1]; i++) {
+        const double ts = cf_at(&t, i, 0, 0, 0);
+        for (int64_t j = 0; j < half; j++) {
+            const double arg = ts * exp(-lmax * (double) j / (double) half);
+            /* an argument computed in float may be off by a few of its ulps */
+            const double tol = cf_eps(GGML_TYPE_F32) * (4.0 * fabs(arg) + 2.0);
+            cf_put(r, j, i, 0, 0, cos(arg), tol);
+            cf_put(r, j + half, i, 0, 0, sin(arg), tol);
+        }
+        if (dim % 2) {
+            cf_put(r, dim - 1, i, 0, 0, 0.0, 0.0);
+        }
+    }
+}
+
+static void cf_ref_count_equal(struct cf_ref * r) {
+    const struct cf_acc a = cf_acc_of(r->b, r->b->in[0], false);
+    const struct cf_acc x = cf_acc_of(r->b, r->b->in[1], false);
+    int64_t n = 0;
+    CF_FOR4(a.ne, i0, i1, i2, i3) {
+        n += cf_at(&a, i0, i1, i2, i3) == cf_at(&x, i0, i1, i2, i3);
+    }
+    cf_put(r, 0, 0, 0, 0, (double) n, 0.0);
+}
+
+static void cf_ref_cumsum(struct cf_ref * r) {
+    const struct cf_acc a = cf_acc_of(r->b, r->b->in[0], false);
+    for (int64_t i3 = 0; i3 < a.ne[3]; i3++) {
+        for (int64_t i2 = 0; i2 < a.ne[2]; i2++) {
+            for (int64_t i1 = 0; i1 < a.ne[1]; i1++) {
+                struct cf_sum acc = { 0, 0, 0 };
+                for (int64_t i0 = 0; i0 < a.ne[0]; i0++) {
+                    cf_sum_add(&acc, cf_at(&a, i0, i1, i2, i3));
+                    cf_put(r, i0, i1, i2, i3, acc.s, cf_sum_tol(&acc, acc.s, GGML_TYPE_F32));
+                }
+            }
+        }
+    }
+}
+
+/*
+ * argsort and top_k: the stable order (equal values by index; NaN largest). top_k takes the
+ * first k of the descending order: upstream leaves its order open, ggmlx returns it sorted, so a
+ * backend returning another order would need a set comparison here.
+ */
+static bool cf_sort_before(double x, int64_t ix, double y, int64_t iy, bool desc) {
+    if (isnan(x) || isnan(y)) {
+        return isnan(x) && isnan(y) ? ix < iy : desc ? isnan(x) : isnan(y);
+    }
+    if (x != y) {
+        return desc ? x > y : x < y;
+    }
+    return ix < iy;
+}
+
+static void cf_ref_sort(struct cf_ref * r) {
+    const struct cf_acc a = cf_acc_of(r->b, r->b->in[0], false);
+    const bool desc = r->c->op == CF_OP_TOP_K || r->c->ip[0] == GGML_SORT_ORDER_DESC;
+    const int64_t n = a.ne[0];
+    int64_t * idx = malloc((size_t) (n > 0 ? n : 1) * sizeof *idx);
+    int64_t * tmp = malloc((size_t) (n > 0 ? n : 1) * sizeof *tmp);
+    double  * v   = malloc((size_t) (n > 0 ? n : 1) * sizeof *v);
+    if (idx == NULL || tmp == NULL || v == NULL) {
+        r->failed = true;
+        free(idx), free(tmp), free(v);
+        return;
+    }
+    for (int64_t i3 = 0; i3 < a.ne[3]; i3++) {
+        for (int64_t i2 = 0; i2 < a.ne[2]; i2++) {
+            for (int64_t i1 = 0; i1 < a.ne[1]; i1++) {
+                for (int64_t i = 0; i < n; i++) {
+                    v[i] = cf_at(&a, i, i1, i2, i3);
+                    idx[i] = i;
+                }
+                /* bottom-up merge sort */
+                for (int64_t w = 1; w < n; w *= 2) {
+                    for (int64_t lo = 0; lo < n; lo += 2 * w) {
+                        const int64_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
+                        int64_t i = lo, j = mid, o = lo;
+                        while (i < mid && j < hi) {
+                            tmp[o++] = cf_sort_before(v[idx[j]], idx[j], v[idx[i]], idx[i], desc) ? idx[j++] : idx[i++];
+                        }
+                        while (i < mid) {
+                            tmp[o++] = idx[i++];
+                        }
+                        while (j < hi) {
+                            tmp[o++] = idx[j++];
+                        }
+                    }
+                    memcpy(idx, tmp, (size_t) n * sizeof *idx);
+                }
+                for (int64_t i = 0; i < r->ne[0]; i++) {
+                    cf_put(r, i, i1, i2, i3, (double) idx[i], 0.0);
+                }
+            }
+        }
+    }
+    free(idx), free(tmp), free(v);
+}
+
 /* fills r->want and r->tol; sets r->failed when the reference could not be computed */
 static void cf_reference(struct cf_ref * r) {
     switch (r->c->op) {
@@ -503,7 +784,13 @@ static void cf_reference(struct cf_ref * r) {
     case CF_OP_SCALE:
     case CF_OP_SQR:
     case CF_OP_SQRT:
-    case CF_OP_UNARY: cf_ref_elementwise(r); break;
+    case CF_OP_UNARY:
+    case CF_OP_LOG:
+    case CF_OP_SIN:
+    case CF_OP_COS:
+    case CF_OP_CLAMP:
+    case CF_OP_LEAKY_RELU: cf_ref_elementwise(r); break;
+    case CF_OP_ADD1: cf_ref_add1(r); break;
     case CF_OP_GLU: cf_ref_glu(r); break;
     case CF_OP_SUM:
     case CF_OP_SUM_ROWS:
@@ -520,6 +807,17 @@ static void cf_reference(struct cf_ref * r) {
     case CF_OP_SOFT_MAX:
     case CF_OP_SOFT_MAX_EXT: cf_ref_soft_max(r); break;
     case CF_OP_ROPE: cf_ref_rope(r); break;
+    case CF_OP_L2_NORM: cf_ref_l2_norm(r); break;
+    case CF_OP_GROUP_NORM: cf_ref_group_norm(r); break;
+    case CF_OP_OUT_PROD: cf_ref_out_prod(r); break;
+    case CF_OP_DIAG_MASK_ZERO: cf_ref_diag_mask(r); break;
+    case CF_OP_PAD: cf_ref_pad(r); break;
+    case CF_OP_ARANGE: cf_ref_arange(r); break;
+    case CF_OP_TIMESTEP_EMB: cf_ref_timestep(r); break;
+    case CF_OP_COUNT_EQUAL: cf_ref_count_equal(r); break;
+    case CF_OP_CUMSUM: cf_ref_cumsum(r); break;
+    case CF_OP_ARGSORT:
+    case CF_OP_TOP_K: cf_ref_sort(r); break;
     default: r->failed = true; break;
     }
 }
