@@ -156,9 +156,9 @@ Test(mul_mat, few_rows_take_the_dot_path) {
 }
 
 Test(mul_mat, several_blocks_in_every_dim) {
-    /* K spans 3 k-blocks, N 2 a-panels (one partial), M 2 b-blocks (one partial) */
-    struct mm_case c = mmc(GGML_TYPE_F32, 600, 545, 200);
-    c.n_threads = 2;
+    /* K spans 3 k-blocks (KC 512), N several a-panels (one partial), M 2 b-blocks (MC 528, one partial) */
+    struct mm_case c = mmc(GGML_TYPE_F32, 1100, 45, 600);
+    c.n_threads = 1; /* one unit holds all of M */
     run_mm(&c, 4000);
     c = mmc(GGML_TYPE_F16, 513, 70, 197);
     c.n_threads = 3;
