@@ -114,9 +114,10 @@ int ggmlx_cpu_n_tasks(const struct ggml_tensor * node, int n_threads) {
     }
     /* reductions read far more than they write; everything else costs about its output */
     const bool reduces = node->op == GGML_OP_SUM || node->op == GGML_OP_SUM_ROWS || node->op == GGML_OP_MEAN ||
-                         node->op == GGML_OP_ARGMAX || node->op == GGML_OP_COUNT_EQUAL || node->op == GGML_OP_GROUP_NORM ||
-                         node->op == GGML_OP_OUT_PROD;
-    const int64_t n = ggml_nelements(reduces ? node->src[0] : node);
+                         node->op == GGML_OP_ARGMAX || node->op == GGML_OP_COUNT_EQUAL || node->op == GGML_OP_GROUP_NORM;
+    /* an outer product costs its output times the summed dim */
+    const int64_t n = node->op == GGML_OP_OUT_PROD ? ggml_nelements(node) * node->src[0]->ne[1]
+                                                   : ggml_nelements(reduces ? node->src[0] : node);
     if (n < 4096) {
         return 1;
     }
