@@ -501,6 +501,9 @@ static void cf_cases_mul_mat(struct cf_case_list * l) {
         /* b as a permuted view (its rows not contiguous) */
         c = cf_add(l, CF_OP_MUL_MAT, cf_float_types[t], GGML_TYPE_F32, 33, 4, 2, 1, CF_PERMUTED, NULL);
         c->nb[0] = 33, c->nb[1] = 3, c->nb[2] = 2, c->nb[3] = 1;
+        /* a matrix-vector product (the CPU's GEMV kernel: 4 rows a call, ragged ends in k and n) */
+        c = cf_add(l, CF_OP_MUL_MAT, cf_float_types[t], GGML_TYPE_F32, 1000, 37, 1, 1, CF_CONTIG, "gemv");
+        c->nb[0] = 1000, c->nb[1] = 1, c->nb[2] = 1, c->nb[3] = 1;
     }
     /* a matrix-vector product with many rows of a */
     struct cf_op_case * c = cf_add(l, CF_OP_MUL_MAT, GGML_TYPE_F16, GGML_TYPE_F32, 16, 70000, 1, 1, CF_CONTIG, "rows");
