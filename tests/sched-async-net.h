@@ -13,7 +13,7 @@
 
 #include <criterion/criterion.h>
 
-#include "host-backend.h"
+#include "test-queues.h"
 #include "ggml-backend.h"
 #include "ggml-cpu.h"
 #include "ggmlx-backend.h"
@@ -35,45 +35,6 @@
 #define SENTINEL   -1.0e30f /* in host memory an output has not been written to yet */
 
 /* ---- helpers ------------------------------------------------------------------------------- */
-
-static inline const char * last_error(void) {
-    return ggmlx_last_error() ? ggmlx_last_error() : "";
-}
-
-static inline void nap_us(long us) {
-    nanosleep(&(struct timespec){ 0, us * 1000 }, NULL);
-}
-
-static inline ggml_backend_t sim(int i) {
-    char name[16];
-    snprintf(name, sizeof name, "SIM%d", i);
-    ggml_backend_dev_t dev = ggml_backend_dev_by_name(name);
-    cr_assert_not_null(dev, "no device %s: %s", name, last_error());
-    ggml_backend_t b = ggml_backend_dev_init(dev, NULL);
-    cr_assert_not_null(b, "%s: %s", name, last_error());
-    return b;
-}
-
-static inline ggml_backend_t cpu(void) {
-    ggml_backend_t b = ggml_backend_dev_init(ggml_backend_dev_by_type(GGML_BACKEND_DEVICE_TYPE_CPU), NULL);
-    cr_assert_not_null(b, "%s", last_error());
-    return b;
-}
-
-/* Bounded: until b's queue has run everything or its worker is blocked in an event wait. */
-static inline void settle(ggml_backend_t b) {
-    struct ggmlx_host_backend * hb = ggmlx_host_backend_of(b);
-    cr_assert_not_null(hb, "%s is a host backend", ggml_backend_name(b));
-    struct ggmlx_queue * q = ggmlx_host_backend_queue(hb);
-    cr_assert_not_null(q, "%s has a queue", ggml_backend_name(b));
-    for (int i = 0; i < 100000; i++) {
-        if (ggmlx_backend_queue_pending(b) == 0 || ggmlx_queue_waiting(q)) {
-            return;
-        }
-        nap_us(100);
-    }
-    cr_assert_fail("queue of %s did not settle within 10 s", ggml_backend_name(b));
-}
 
 /* fn(arg) on a helper thread, so a call that may block the host cannot hang the test */
 struct helper {

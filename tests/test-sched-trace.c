@@ -20,6 +20,7 @@
 #include "sched/sched-impl.h"
 #include "test-errlog.h"
 #include "test-json.h"
+#include "test-queues.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,26 +46,6 @@ static void sim_setup(void) {
 TestSuite(sched_trace, .init = sim_setup, .timeout = 60);
 
 /* ---- helpers ------------------------------------------------------------------------------- */
-
-static const char * last_error(void) {
-    return ggmlx_last_error() ? ggmlx_last_error() : "";
-}
-
-static ggml_backend_t cpu(const char * params) {
-    ggml_backend_t b = ggml_backend_dev_init(ggml_backend_dev_by_type(GGML_BACKEND_DEVICE_TYPE_CPU), params);
-    cr_assert_not_null(b, "%s", last_error());
-    return b;
-}
-
-static ggml_backend_t sim(int i) {
-    char name[16];
-    snprintf(name, sizeof name, "SIM%d", i);
-    ggml_backend_dev_t dev = ggml_backend_dev_by_name(name);
-    cr_assert_not_null(dev, "no device %s: %s", name, last_error());
-    ggml_backend_t b = ggml_backend_dev_init(dev, NULL);
-    cr_assert_not_null(b, "%s: %s", name, last_error());
-    return b;
-}
 
 /* a file name in the test's own temporary directory; removed by the caller */
 static void temp_path(char * buf, size_t size, const char * what) {
@@ -175,7 +156,7 @@ static void check_mark_waits_for_queue(ggml_backend_t b) {
 }
 
 Test(sched_trace, cpu_mark_is_stamped_when_the_queue_runs_it) {
-    ggml_backend_t b = cpu("async");
+    ggml_backend_t b = cpu_with("async");
     check_mark_waits_for_queue(b);
     ggml_backend_free(b);
 }
@@ -187,7 +168,7 @@ Test(sched_trace, sim_mark_is_stamped_when_the_queue_runs_it) {
 }
 
 Test(sched_trace, sync_cpu_mark_is_the_time_of_the_call) {
-    ggml_backend_t b = cpu("sync");
+    ggml_backend_t b = cpu_with("sync");
     uint64_t mark = 0;
     const uint64_t before = ggmlx_time_ns();
     cr_assert(ggmlx_backend_queue_mark(b, &mark));
@@ -225,7 +206,7 @@ Test(sched_trace, writer_makes_chrome_json_timed_by_the_queues) {
     char path[256];
     temp_path(path, sizeof path, "writer");
     ggml_backend_t s0 = sim(0);
-    ggml_backend_t c  = cpu("async");
+    ggml_backend_t c  = cpu_with("async");
     const char * tracks[] = { "SIM0", "CPU", "host \"main\"\\" };
     struct sched_trace * tr = ggmlx_sched_trace_open(path, tracks, 3);
     cr_assert_not_null(tr, "%s", last_error());
@@ -346,7 +327,7 @@ static void net_init(struct net * n) {
     memset(n, 0, sizeof *n);
     n->be[0] = sim(0);
     n->be[1] = sim(1);
-    n->be[2] = cpu("async");
+    n->be[2] = cpu_with("async");
     struct ggml_tensor * w0 = weight(n, 0, 3.0f);
     struct ggml_tensor * w1 = weight(n, 1, 1.0f);
     n->ctx = no_alloc_ctx(8);

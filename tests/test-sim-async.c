@@ -11,7 +11,7 @@
  */
 #include <criterion/criterion.h>
 
-#include "host-backend.h"
+#include "test-queues.h"
 #include "ggml-alloc.h"
 #include "ggml-backend.h"
 #include "ggml-cpu.h"
@@ -49,10 +49,6 @@ TestSuite(sim_async, .init = sim_setup, .timeout = 60);
 
 /* ---- helpers ------------------------------------------------------------------------------- */
 
-static const char * last_error(void) {
-    return ggmlx_last_error() ? ggmlx_last_error() : "";
-}
-
 static struct ggml_context * new_ctx_n(int n_tensors, int n_graphs) {
     struct ggml_init_params p = { (size_t) n_tensors * ggml_tensor_overhead() + (size_t) n_graphs * ggml_graph_overhead(),
                                   NULL, true };
@@ -63,25 +59,6 @@ static struct ggml_context * new_ctx_n(int n_tensors, int n_graphs) {
 
 static struct ggml_context * new_ctx(void) {
     return new_ctx_n(64, 4);
-}
-
-static ggml_backend_t sim(int i) {
-    char name[16];
-    snprintf(name, sizeof name, "SIM%d", i);
-    ggml_backend_dev_t dev = ggml_backend_dev_by_name(name);
-    cr_assert_not_null(dev, "no device %s: %s", name, last_error());
-    cr_assert_eq(ggml_backend_dev_type(dev), GGML_BACKEND_DEVICE_TYPE_GPU, "%s is a GPU-type device", name);
-    ggml_backend_t b = ggml_backend_dev_init(dev, NULL);
-    cr_assert_not_null(b, "%s: %s", name, last_error());
-    cr_assert(ggmlx_backend_is_sim(b));
-    return b;
-}
-
-static ggml_backend_t cpu(void) {
-    ggml_backend_t b = ggml_backend_dev_init(ggml_backend_dev_by_type(GGML_BACKEND_DEVICE_TYPE_CPU), NULL);
-    cr_assert_not_null(b, "%s", last_error());
-    cr_assert_not(ggmlx_backend_is_sim(b));
-    return b;
 }
 
 static struct ggml_tensor * vec(struct ggml_context * ctx, const char * name) {
@@ -136,29 +113,6 @@ static void expect(const struct ggml_tensor * t, float mul, float base, float ad
     float v[N];
     ggml_backend_tensor_get(t, v, 0, sizeof v);
     expect_host(v, mul, base, add, what);
-}
-
-static void nap_us(long us) {
-    nanosleep(&(struct timespec){ 0, us * 1000 }, NULL);
-}
-
-/*
- * Bounded: until b's queue has run everything or its worker is blocked in an event wait. With
- * the waits in place the queue stays blocked; without them (drop-event-waits) this is what
- * gives the queue time to run past the missing wait, so the test fails every time.
- */
-static void settle(ggml_backend_t b) {
-    struct ggmlx_host_backend * hb = ggmlx_host_backend_of(b);
-    cr_assert_not_null(hb, "%s is a host backend", ggml_backend_name(b));
-    struct ggmlx_queue * q = ggmlx_host_backend_queue(hb);
-    cr_assert_not_null(q, "%s has a queue", ggml_backend_name(b));
-    for (int i = 0; i < 100000; i++) {
-        if (ggmlx_backend_queue_pending(b) == 0 || ggmlx_queue_waiting(q)) {
-            return;
-        }
-        nap_us(100);
-    }
-    cr_assert_fail("queue of %s did not settle within 10 s", ggml_backend_name(b));
 }
 
 /* bounded: true once b's queue has run everything (within 10 s) */
