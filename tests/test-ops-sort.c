@@ -43,7 +43,7 @@ static void ref_order(const double * v, int64_t n, bool desc, int64_t * idx) {
     qsort(idx, (size_t) n, sizeof *idx, ref_cmp);
 }
 
-enum fill { RANDOM, FEW_VALUES, WITH_NAN };
+enum fill { RANDOM, FEW_VALUES, WITH_NAN, SIGNED_ZEROS };
 
 static void run_case(bool top_k, int k, enum ggml_sort_order order, const int64_t ne[4], int layout, enum fill f,
                      int n_threads, uint64_t salt) {
@@ -59,6 +59,9 @@ static void run_case(bool top_k, int k, enum ggml_sort_order order, const int64_
             v = (double) (tu_next(&rng) % 3); /* many ties */
         } else if (f == WITH_NAN && tu_next(&rng) % 5 == 0) {
             v = NAN;
+        } else if (f == SIGNED_ZEROS) {
+            const double vals[4] = { -0.0, 0.0, 1.0, -1.0 }; /* -0 and +0 are equal: index order */
+            v = vals[tu_next(&rng) % 4];
         }
         tu_set(a, i0, i1, i2, i3, v);
     }
@@ -111,6 +114,14 @@ Test(argsort, nan_sorts_as_largest) {
     const int64_t ne[4] = { 33, 4, 1, 1 };
     run_case(false, 0, GGML_SORT_ORDER_ASC, ne, 0, WITH_NAN, 1, 30);
     run_case(false, 0, GGML_SORT_ORDER_DESC, ne, 0, WITH_NAN, 1, 31);
+}
+
+Test(argsort, signed_zeros_are_ties) {
+    const int64_t small[4] = { 33, 3, 1, 1 };
+    const int64_t large[4] = { 1023, 2, 1, 1 };
+    run_case(false, 0, GGML_SORT_ORDER_ASC, small, 0, SIGNED_ZEROS, 1, 35);
+    run_case(false, 0, GGML_SORT_ORDER_DESC, large, 0, SIGNED_ZEROS, 2, 36);
+    run_case(true, 40, GGML_SORT_ORDER_DESC, large, 0, SIGNED_ZEROS, 1, 37);
 }
 
 Test(argsort, transposed_and_permuted_inputs) {

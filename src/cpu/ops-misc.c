@@ -12,9 +12,19 @@
 
 /* ---- OUT_PROD ------------------------------------------------------------------------------ */
 
+#define OP_ROWS 8   /* dst rows updated together: each load of a row of a serves all of them */
+#define OP_COLS 256 /* columns per pass, so the dst block (8 x 1 KiB) stays in L1 */
+
+/* element (i1, k) of b for dst plane (i2, i3) */
+static inline float op_b(const struct ggml_tensor * b, int64_t i1, int64_t k, int64_t i2, int64_t i3) {
+    return *(const float *)((const char *)b->data + i1 * b->nb[0] + k * b->nb[1] + i2 * b->nb[2] + i3 * b->nb[3]);
+}
+
 /*
- * dst row (i1, i2, i3) = sum over k of b[i1, k, i2, i3] * a row (k, i2 / r2, i3 / r3): an axpy
- * per k into the F32 row, so a's rows are read contiguously.
+ * dst row (i1, i2, i3) = sum over k of b[i1, k, i2, i3] * a row (k, i2 / r2, i3 / r3). Rows are
+ * taken OP_ROWS at a time (consecutive i1 of one plane) and columns OP_COLS at a time: for each
+ * k, a chunk of a's row is loaded once and added, scaled, into every row of the block, so a is
+ * read once per block instead of once per row.
  */
 void ggmlx_cpu_out_prod(const struct ggmlx_cpu_params * params, struct ggml_tensor * dst) {
     const struct ggml_tensor * a = dst->src[0];
@@ -23,35 +33,62 @@ void ggmlx_cpu_out_prod(const struct ggmlx_cpu_params * params, struct ggml_tens
     const int64_t nk  = a->ne[1];
     const int64_t r2  = a->ne[2] > 0 ? dst->ne[2] / a->ne[2] : 1;
     const int64_t r3  = a->ne[3] > 0 ? dst->ne[3] / a->ne[3] : 1;
-    const bool    a_f32 = ggmlx_f32_rows(a);
+    const bool    fast = ggmlx_f32_rows(a) && dst->nb[0] == sizeof(float);
     const size_t  anb0 = a->nb[0], dnb0 = dst->nb[0];
-    const bool    d_f32 = dnb0 == sizeof(float);
 
     int64_t r0, r1;
     ggmlx_cpu_split_rows(params, dst->ne[1] * dst->ne[2] * dst->ne[3], &r0, &r1);
 
-    for (int64_t r = r0; r < r1; r++) {
+    for (int64_t r = r0; r < r1;) {
         const int64_t i1 = r % ne1, i2 = (r / ne1) % ne2, i3 = r / (ne1 * ne2);
-        char * d = ROW_PTR(dst, i1, i2, i3);
-        for (int64_t i0 = 0; i0 < ne0; i0++) {
-            *(float *)(d + i0 * dnb0) = 0.0f;
+        /* a block: rows i1 .. i1 + nr - 1 of this plane, within this thread's range */
+        int64_t nr = ne1 - i1 < OP_ROWS ? ne1 - i1 : OP_ROWS;
+        nr = r1 - r < nr ? r1 - r : nr;
+        const char * abase = (const char *)a->data + (i2 / r2) * a->nb[2] + (i3 / r3) * a->nb[3];
+        char * d[OP_ROWS];
+        for (int64_t j = 0; j < nr; j++) {
+            d[j] = ROW_PTR(dst, i1 + j, i2, i3);
         }
-        for (int64_t k = 0; k < nk; k++) {
-            const float w = *(const float *)((const char *)b->data + i1 * b->nb[0] + k * b->nb[1] + i2 * b->nb[2] +
-                                             i3 * b->nb[3]);
-            const char * s = (const char *)a->data + k * a->nb[1] + (i2 / r2) * a->nb[2] + (i3 / r3) * a->nb[3];
-            if (a_f32 && d_f32) {
-                const float * x = (const float *)s;
-                float       * y = (float *)d;
-                for (int64_t i0 = 0; i0 < ne0; i0++) {
-                    y[i0] += w * x[i0];
+        for (int64_t c0 = 0; c0 < ne0; c0 += OP_COLS) {
+            const int64_t nc = ne0 - c0 < OP_COLS ? ne0 - c0 : OP_COLS;
+            if (fast) {
+                float acc[OP_ROWS][OP_COLS];
+                for (int64_t j = 0; j < nr; j++) {
+                    for (int64_t i = 0; i < nc; i++) {
+                        acc[j][i] = 0.0f;
+                    }
+                }
+                for (int64_t k = 0; k < nk; k++) {
+                    const float * x = (const float *)(abase + k * a->nb[1]) + c0;
+                    for (int64_t j = 0; j < nr; j++) {
+                        const float w = op_b(b, i1 + j, k, i2, i3);
+                        float * y = acc[j];
+                        for (int64_t i = 0; i < nc; i++) {
+                            y[i] += w * x[i];
+                        }
+                    }
+                }
+                for (int64_t j = 0; j < nr; j++) {
+                    memcpy(d[j] + c0 * sizeof(float), acc[j], (size_t) nc * sizeof(float));
                 }
             } else {
-                for (int64_t i0 = 0; i0 < ne0; i0++) {
-                    *(float *)(d + i0 * dnb0) += w * ggmlx_load_f(a->type, s + i0 * anb0);
+                for (int64_t j = 0; j < nr; j++) {
+                    for (int64_t i = c0; i < c0 + nc; i++) {
+                        *(float *)(d[j] + i * dnb0) = 0.0f;
+                    }
+                }
+                for (int64_t k = 0; k < nk; k++) {
+                    const char * x = abase + k * a->nb[1];
+                    for (int64_t j = 0; j < nr; j++) {
+                        const float w = op_b(b, i1 + j, k, i2, i3);
+                        for (int64_t i = c0; i < c0 + nc; i++) {
+                            *(float *)(d[j] + i * dnb0) += w * ggmlx_load_f(a->type, x + i * anb0);
+                        }
+                    }
                 }
             }
         }
+        r += nr;
     }
 }
 

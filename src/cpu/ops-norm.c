@@ -93,20 +93,38 @@ void ggmlx_cpu_l2_norm(const struct ggmlx_cpu_params * params, struct ggml_tenso
     }
 }
 
-/* element (i0, i1, i2, i3) of t as a float pointer */
-#define ELEM(t, i0, i1, i2, i3) ((float *)((char *)(t)->data + (i0) * (t)->nb[0] + (i1) * (t)->nb[1] + \
-                                           (i2) * (t)->nb[2] + (i3) * (t)->nb[3]))
+/* sum of a row of n floats (stride in bytes), or of squared differences from mean; four
+ * independent double accumulators so that the adds do not wait on each other */
+static double row_sum(const char * s, int64_t n, size_t stride, bool squares, double mean) {
+    double acc[4] = { 0.0, 0.0, 0.0, 0.0 };
+    int64_t i = 0;
+    if (stride == sizeof(float)) {
+        const float * x = (const float *) s;
+        for (; i + 4 <= n; i += 4) {
+            for (int j = 0; j < 4; j++) {
+                const double v = (double) x[i + j] - mean;
+                acc[j] += squares ? v * v : v;
+            }
+        }
+    }
+    for (; i < n; i++) {
+        const double v = (double) *(const float *)(s + i * stride) - mean;
+        acc[0] += squares ? v * v : v;
+    }
+    return (acc[0] + acc[1]) + (acc[2] + acc[3]);
+}
 
 void ggmlx_cpu_group_norm(const struct ggmlx_cpu_params * params, struct ggml_tensor * dst) {
     const struct ggml_tensor * src = dst->src[0];
     const int64_t n_groups = ggmlx_get_op_params_i32(dst, 0);
     const double  eps      = (double) ggmlx_get_op_params_f32(dst, 1);
-    const int64_t ne0 = src->ne[0], ne1 = src->ne[1], ne2 = src->ne[2], ne3 = src->ne[3];
+    const int64_t ne0 = src->ne[0], ne1 = src->ne[1], ne2 = src->ne[2];
+    const size_t  snb0 = src->nb[0], dnb0 = dst->nb[0];
     /* as upstream: groups of ceil(ne2 / n_groups) channels, the last ones possibly short or empty */
     const int64_t per_group = (ne2 + n_groups - 1) / n_groups;
 
     int64_t r0, r1;
-    ggmlx_cpu_split_rows(params, n_groups * ne3, &r0, &r1);
+    ggmlx_cpu_split_rows(params, n_groups * src->ne[3], &r0, &r1);
 
     for (int64_t r = r0; r < r1; r++) {
         const int64_t g = r % n_groups, i3 = r / n_groups;
@@ -116,29 +134,35 @@ void ggmlx_cpu_group_norm(const struct ggmlx_cpu_params * params, struct ggml_te
         if (n == 0) {
             continue;
         }
+        /* the group's rows: (i1, i2) for i2 in [c0, c1) */
         double sum = 0.0;
         for (int64_t i2 = c0; i2 < c1; i2++) {
             for (int64_t i1 = 0; i1 < ne1; i1++) {
-                for (int64_t i0 = 0; i0 < ne0; i0++) {
-                    sum += *ELEM(src, i0, i1, i2, i3);
-                }
+                sum += row_sum(ROW_PTR(src, i1, i2, i3), ne0, snb0, false, 0.0);
             }
         }
         const double mean = sum / (double) n;
         double sq = 0.0;
         for (int64_t i2 = c0; i2 < c1; i2++) {
             for (int64_t i1 = 0; i1 < ne1; i1++) {
-                for (int64_t i0 = 0; i0 < ne0; i0++) {
-                    const double v = (double) *ELEM(src, i0, i1, i2, i3) - mean;
-                    sq += v * v;
-                }
+                sq += row_sum(ROW_PTR(src, i1, i2, i3), ne0, snb0, true, mean);
             }
         }
         const double scale = 1.0 / sqrt(sq / (double) n + eps);
         for (int64_t i2 = c0; i2 < c1; i2++) {
             for (int64_t i1 = 0; i1 < ne1; i1++) {
-                for (int64_t i0 = 0; i0 < ne0; i0++) {
-                    *ELEM(dst, i0, i1, i2, i3) = (float) (((double) *ELEM(src, i0, i1, i2, i3) - mean) * scale);
+                const char * s = ROW_PTR(src, i1, i2, i3);
+                char       * d = ROW_PTR(dst, i1, i2, i3);
+                if (snb0 == sizeof(float) && dnb0 == sizeof(float)) {
+                    const float * x = (const float *) s;
+                    float       * y = (float *) d;
+                    for (int64_t i0 = 0; i0 < ne0; i0++) {
+                        y[i0] = (float) (((double) x[i0] - mean) * scale);
+                    }
+                } else {
+                    for (int64_t i0 = 0; i0 < ne0; i0++) {
+                        *(float *)(d + i0 * dnb0) = (float) (((double) *(const float *)(s + i0 * snb0) - mean) * scale);
+                    }
                 }
             }
         }
