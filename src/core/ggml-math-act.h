@@ -94,8 +94,14 @@ static inline GGMLX_HD float ggmlx_elu_f32(float x) {
     return x > 0.0f ? x : expm1f(x);
 }
 
+/*
+ * min(1, max(0, (x + 3) / 6)) as upstream's fminf/fmaxf (NaN gives 0), written as comparisons so
+ * that it compiles to min/max instructions rather than library calls.
+ */
 static inline GGMLX_HD float ggmlx_hardsigmoid_f32(float x) {
-    return fminf(1.0f, fmaxf(0.0f, (x + 3.0f) / 6.0f));
+    const float y = (x + 3.0f) / 6.0f;
+    const float z = y > 0.0f ? y : 0.0f;
+    return z < 1.0f ? z : 1.0f;
 }
 
 static inline GGMLX_HD float ggmlx_hardswish_f32(float x) {
@@ -141,9 +147,13 @@ static inline GGMLX_HD float ggmlx_leaky_relu_f32(float x, float slope) {
     return (x > 0.0f ? x : 0.0f) + slope * (x < 0.0f ? x : 0.0f);
 }
 
-/* min(max(x, lo), hi) in upstream's order: with lo > hi the result is lo */
+/*
+ * max(min(x, hi), lo) in upstream's order and with its comparisons: with lo > hi the result is
+ * lo, and NaN gives hi (or lo if that is larger).
+ */
 static inline GGMLX_HD float ggmlx_clamp_f32(float x, float lo, float hi) {
-    return fmaxf(fminf(x, hi), lo);
+    const float m = x < hi ? x : hi;
+    return m > lo ? m : lo;
 }
 
 /*
@@ -154,7 +164,7 @@ static inline GGMLX_HD float ggmlx_xielu_f32(float x, float alpha_n, float alpha
     if (x > 0.0f) {
         return alpha_p * x * x + beta * x;
     }
-    return (expm1f(fminf(x, eps)) - x) * alpha_n + beta * x;
+    return (expm1f(x < eps ? x : eps) - x) * alpha_n + beta * x;
 }
 
 /*
@@ -162,8 +172,8 @@ static inline GGMLX_HD float ggmlx_xielu_f32(float x, float alpha_n, float alpha
  * one: x * sigmoid(alpha x) * (g + 1).
  */
 static inline GGMLX_HD float ggmlx_swiglu_oai_f32(float x, float g, float alpha, float limit) {
-    const float xc = fminf(x, limit);
-    const float gc = fmaxf(fminf(g, limit), -limit);
+    const float xc = x < limit ? x : limit;
+    const float gc = ggmlx_clamp_f32(g, -limit, limit);
     return xc * ggmlx_sigmoid_f32(alpha * xc) * (gc + 1.0f);
 }
 

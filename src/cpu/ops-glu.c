@@ -28,10 +28,29 @@ static glu_fn glu_fn_for(enum ggml_glu_op op) {
     }
 }
 
+/* an F32 row with the op's function inlined (no call per element) */
+static void glu_row_f32(enum ggml_glu_op op, const float * p, float * d, const float * x, const float * g, int64_t n) {
+#define GGMLX_GLU_LOOP(fn)                       \
+    for (int64_t i = 0; i < n; i++) {            \
+        d[i] = fn(x[i], g[i], p);                \
+    }                                            \
+    return;
+    switch (op) {
+    case GGML_GLU_OP_REGLU:       GGMLX_GLU_LOOP(glu_reglu)
+    case GGML_GLU_OP_GEGLU:       GGMLX_GLU_LOOP(glu_geglu)
+    case GGML_GLU_OP_SWIGLU:      GGMLX_GLU_LOOP(glu_swiglu)
+    case GGML_GLU_OP_SWIGLU_OAI:  GGMLX_GLU_LOOP(glu_swiglu_oai)
+    case GGML_GLU_OP_GEGLU_ERF:   GGMLX_GLU_LOOP(glu_geglu_erf)
+    default:                      GGMLX_GLU_LOOP(glu_geglu_quick)
+    }
+#undef GGMLX_GLU_LOOP
+}
+
 void ggmlx_cpu_glu(const struct ggmlx_cpu_params * params, struct ggml_tensor * dst) {
     const struct ggml_tensor * s0 = dst->src[0];
     const struct ggml_tensor * s1 = dst->src[1];
-    const glu_fn f = glu_fn_for((enum ggml_glu_op) ggmlx_get_op_params_i32(dst, 0));
+    const enum ggml_glu_op op = (enum ggml_glu_op) ggmlx_get_op_params_i32(dst, 0);
+    const glu_fn f = glu_fn_for(op);
     if (f == NULL) {
         if (params->ith == 0) {
             ggmlx_cpu_fail(params, "%s: glu op %d is not implemented in ggmlx yet", dst->name,
@@ -63,12 +82,7 @@ void ggmlx_cpu_glu(const struct ggmlx_cpu_params * params, struct ggml_tensor * 
         const char * px = (const char *) s0->data + ggmlx_offset(s0, off_x, i1, i2, i3);
         const char * pg = (const char *) gsrc->data + ggmlx_offset(gsrc, off_g, i1, i2, i3);
         if (fast) {
-            float * d = (float *) pd;
-            const float * x = (const float *) px;
-            const float * g = (const float *) pg;
-            for (int64_t i0 = 0; i0 < nc; i0++) {
-                d[i0] = f(x[i0], g[i0], p);
-            }
+            glu_row_f32(op, p, (float *) pd, (const float *) px, (const float *) pg, nc);
             continue;
         }
         for (int64_t i0 = 0; i0 < nc; i0++) {
