@@ -361,3 +361,22 @@ Test(elem3, cpu_supports_op) {
     ggml_free(ctx);
     ggml_backend_free(be);
 }
+
+/* after one refused constructor, every later one on that context is refused too */
+Test(elem3, failed_context_stays_failed) {
+    struct ggml_context * ctx = to_small_ctx();
+    struct ggml_tensor * a = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, 8, 2);
+    struct ggml_tensor * s = ggml_new_tensor_1d(ctx, GGML_TYPE_F32, 1);
+    cr_assert_null(ggml_clamp(ctx, NULL, 0.0f, 1.0f));
+    cr_assert(ggmlx_context_is_failed(ctx));
+    cr_assert_null(ggml_clamp(ctx, a, 0.0f, 1.0f));
+    cr_assert_null(ggml_leaky_relu(ctx, a, 0.1f, false));
+    cr_assert_null(ggml_scale_bias(ctx, a, 1.0f, 1.0f));
+    cr_assert_null(ggml_scale_bias_inplace(ctx, a, 1.0f, 1.0f));
+    cr_assert_null(ggml_xielu(ctx, a, 0.8f, 0.8f, 0.5f, -1e-6f));
+    cr_assert_null(ggml_add1(ctx, a, s));
+    cr_assert_null(ggml_add1_inplace(ctx, a, s));
+    cr_assert_null(ggml_swiglu_oai(ctx, a, NULL, 1.702f, 7.0f));
+    cr_assert_not_null(strstr(ggmlx_last_error(), "already failed"), "%s", ggmlx_last_error());
+    ggml_free(ctx);
+}
