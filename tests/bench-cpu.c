@@ -1,7 +1,7 @@
 /*
  * bench-cpu.c -- CPU throughput: matrix products and per-node overhead of the graph executor.
  *
- *   bench-cpu [--quick] [--json] [--runs N] [--only mul_mat|mul_mat_vec|mem_read|add_chain]
+ *   bench-cpu [--quick] [--json] [--runs N] [--only fma_peak|mul_mat|mul_mat_vec|mem_read|add_chain]
  *
  * mul_mat: a (weights, F32/F16/BF16) [K=4096, N=4096] times b (F32) [K, M=512], 2*K*N*M flops,
  * on 1 and 2 threads; reported as GFLOP/s, best of a few runs after a warm-up.
@@ -9,6 +9,9 @@
  * one F32 column (batch 1, the token-generation case), on 1 and 2 threads; reported as GB/s of
  * weight bytes read, next to mem_read: a streaming read (four prefetched streams per thread, as a
  * GEMV walks four rows) of an equally large buffer, the bandwidth a kernel can hope for.
+ * fma_peak: independent F32 FMAs in registers (AVX-512 where the CPU has it, else AVX2+FMA) on 1
+ * and 2 threads: what the cores deliver during this run, the ceiling for mul_mat (on a shared
+ * or throttled machine it can be far below the data-sheet peak).
  * add chain: a graph of 2000 dependent ADDs of 16-element F32 vectors, built once and computed
  * repeatedly; reported as microseconds per node (what the executor costs beyond the kernels).
  * --quick shrinks everything so CI can smoke-run it in a second or two; --json prints JSON
@@ -18,6 +21,9 @@
 #include "ggml-cpu.h"
 #include "ggmlx.h"
 
+#if defined(__x86_64__) && defined(__GNUC__)
+#    include <immintrin.h>
+#endif
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -270,6 +276,101 @@ static int bench_mem_read(size_t bytes, int runs) {
     return check == 0 ? 1 : 0;
 }
 
+/* ---- FMA throughput: 24 independent accumulators, nothing from memory ---- */
+
+struct fma_job {
+    long   iters;
+    double flops;
+    float  sink;
+};
+
+#if defined(__x86_64__) && defined(__GNUC__)
+__attribute__((target("avx512f"))) static void fma_avx512(struct fma_job * j) {
+    __m512 c[24];
+    for (int i = 0; i < 24; i++) {
+        c[i] = _mm512_set1_ps((float)i);
+    }
+    const __m512 a = _mm512_set1_ps(0.9999999f), b = _mm512_set1_ps(1e-7f);
+    for (long k = 0; k < j->iters; k++) {
+#    pragma GCC unroll 24
+        for (int i = 0; i < 24; i++) {
+            c[i] = _mm512_fmadd_ps(a, c[i], b);
+        }
+    }
+    float s = 0.0f;
+    for (int i = 0; i < 24; i++) {
+        s += _mm512_reduce_add_ps(c[i]);
+    }
+    j->sink  = s;
+    j->flops = (double)j->iters * 24.0 * 32.0;
+}
+
+__attribute__((target("avx2,fma"))) static void fma_avx2(struct fma_job * j) {
+    __m256 c[12];
+    for (int i = 0; i < 12; i++) {
+        c[i] = _mm256_set1_ps((float)i);
+    }
+    const __m256 a = _mm256_set1_ps(0.9999999f), b = _mm256_set1_ps(1e-7f);
+    for (long k = 0; k < j->iters; k++) {
+#    pragma GCC unroll 12
+        for (int i = 0; i < 12; i++) {
+            c[i] = _mm256_fmadd_ps(a, c[i], b);
+        }
+    }
+    float s = 0.0f;
+    for (int i = 0; i < 12; i++) {
+        float v[8];
+        _mm256_storeu_ps(v, c[i]);
+        for (int q = 0; q < 8; q++) {
+            s += v[q];
+        }
+    }
+    j->sink  = s;
+    j->flops = (double)j->iters * 12.0 * 16.0;
+}
+#endif
+
+static void * fma_run(void * arg) {
+    struct fma_job * j = (struct fma_job *)arg;
+    j->flops = 0.0;
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (ggml_cpu_has_avx512()) {
+        fma_avx512(j);
+    } else if (ggml_cpu_has_avx2() && ggml_cpu_has_fma()) {
+        fma_avx2(j);
+    }
+#endif
+    return NULL;
+}
+
+static int bench_fma_peak(long iters, int runs) {
+    for (int nt = 1; nt <= 2; nt++) {
+        double best = -1.0;
+        for (int r = 0; r < runs; r++) {
+            struct fma_job jobs[2] = { { iters, 0.0, 0.0f }, { iters, 0.0, 0.0f } };
+            pthread_t      th;
+            const double   t0 = now_s();
+            if (nt > 1 && pthread_create(&th, NULL, fma_run, &jobs[1]) != 0) {
+                return 1;
+            }
+            fma_run(&jobs[0]);
+            if (nt > 1) {
+                pthread_join(th, NULL);
+            }
+            const double dt = now_s() - t0;
+            const double rate = (jobs[0].flops + (nt > 1 ? jobs[1].flops : 0.0)) / dt * 1e-9;
+            if (rate > best) {
+                best = rate;
+            }
+        }
+        if (best <= 0.0) {
+            return 0; /* no vector FMA on this CPU: no row */
+        }
+        add_result("fma_peak", nt, best, "GFLOP/s", ggml_cpu_has_avx512() ? "avx512 f32" : "avx2 f32");
+    }
+    return 0;
+}
+
 static int bench_add_chain(int n_nodes, int64_t n_elems, int runs) {
     const size_t mem = (size_t)(n_nodes + 4) * (ggml_tensor_overhead() + (size_t)n_elems * sizeof(float) + 64) +
                        ggml_graph_overhead_custom((size_t)n_nodes + 16, false) + (1u << 20);
@@ -360,6 +461,9 @@ int main(int argc, char ** argv) {
     int rc = 0;
     const enum ggml_type types[] = { GGML_TYPE_F32, GGML_TYPE_F16, GGML_TYPE_BF16 };
 #define WANT(group) (only == NULL || strcmp(only, group) == 0)
+    if (WANT("fma_peak")) {
+        rc |= bench_fma_peak(quick ? 100000L : 4000000L, 3);
+    }
     for (size_t i = 0; WANT("mul_mat") && i < sizeof types / sizeof types[0]; i++) {
         rc |= bench_mul_mat(types[i], K, N, M, runs);
     }
