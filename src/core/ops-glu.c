@@ -16,16 +16,14 @@ static bool glu_op_implemented(enum ggml_glu_op op) {
     case GGML_GLU_OP_GEGLU_QUICK:
         return true;
     default:
-        /* SWIGLU_OAI needs alpha and limit, which only ggml_swiglu_oai sets (glu_impl's caller) */
+        /* SWIGLU_OAI needs alpha and limit, which only ggml_swiglu_oai sets (see glu_make) */
         return false;
     }
 }
 
-/* the one entry point that may make SWIGLU_OAI (it sets alpha and limit) */
-static const char oai_func[] = "ggml_swiglu_oai";
-
-static struct ggml_tensor * glu_impl(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b,
-                                     bool split, enum ggml_glu_op op, bool swapped, const char * func) {
+/* oai: the caller is ggml_swiglu_oai, which sets alpha and limit (the only maker of SWIGLU_OAI) */
+static struct ggml_tensor * glu_make(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b,
+                                     bool split, enum ggml_glu_op op, bool swapped, bool oai, const char * func) {
     if (ctx == NULL) {
         ggmlx_error(func, "ctx is NULL");
         return NULL;
@@ -38,7 +36,7 @@ static struct ggml_tensor * glu_impl(struct ggml_context * ctx, struct ggml_tens
         ggmlx_ctx_fail(ctx, func, "tensor argument '%s' is NULL", a == NULL ? "a" : "b");
         return NULL;
     }
-    if (!glu_op_implemented(op) && !(op == GGML_GLU_OP_SWIGLU_OAI && func == oai_func)) {
+    if (!glu_op_implemented(op) && !(op == GGML_GLU_OP_SWIGLU_OAI && oai)) {
         const char * name = (int) op >= 0 && op < GGML_GLU_OP_COUNT ? ggml_glu_op_name(op) : "(out of range)";
         if (op == GGML_GLU_OP_SWIGLU_OAI) {
             ggmlx_ctx_fail(ctx, func, "glu op SWIGLU_OAI is not implemented through %s: it needs the alpha and "
@@ -78,6 +76,11 @@ static struct ggml_tensor * glu_impl(struct ggml_context * ctx, struct ggml_tens
     result->src[0] = a;
     result->src[1] = split ? b : NULL;
     return result;
+}
+
+static struct ggml_tensor * glu_impl(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b,
+                                     bool split, enum ggml_glu_op op, bool swapped, const char * func) {
+    return glu_make(ctx, a, b, split, op, swapped, false, func);
 }
 
 struct ggml_tensor * ggml_glu(struct ggml_context * ctx, struct ggml_tensor * a, enum ggml_glu_op op, bool swapped) {
@@ -137,7 +140,7 @@ GGMLX_DEFINE_GLU(geglu_quick, GGML_GLU_OP_GEGLU_QUICK)
  */
 struct ggml_tensor * ggml_swiglu_oai(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b,
                                      float alpha, float limit) {
-    struct ggml_tensor * result = glu_impl(ctx, a, b, b != NULL, GGML_GLU_OP_SWIGLU_OAI, false, oai_func);
+    struct ggml_tensor * result = glu_make(ctx, a, b, b != NULL, GGML_GLU_OP_SWIGLU_OAI, false, true, __func__);
     if (result != NULL) {
         ggmlx_set_op_params_f32(result, 2, alpha);
         ggmlx_set_op_params_f32(result, 3, limit);
