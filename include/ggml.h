@@ -1428,6 +1428,13 @@ extern "C" {
             int                   lp3,
             int                   rp3);
 
+    /* pad dim 0 with its reflection (the edge not repeated): [a, b, c, d] p0 2, p1 1 -> [c, b, a, b, c, d, c] */
+    GGML_API struct ggml_tensor * ggml_pad_reflect_1d(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a,
+            int                   p0,
+            int                   p1);
+
     /* sinusoidal embedding of each timestep (F32 [n]): F32 [dim, n] */
     GGML_API struct ggml_tensor * ggml_timestep_embedding(
             struct ggml_context * ctx,

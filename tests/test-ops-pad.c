@@ -1,6 +1,7 @@
 /*
- * test-ops-pad.c -- PAD (ggml_pad, ggml_pad_ext): values and zeros against a reference, every
- * dim padded on either side, F32/F16/BF16/I32, non-contiguous inputs, threads, error contract.
+ * test-ops-pad.c -- PAD (ggml_pad, ggml_pad_ext) and PAD_REFLECT_1D: values and zeros against a
+ * reference, every dim padded on either side, F32/F16/BF16/I32, non-contiguous inputs, threads,
+ * error contract.
  */
 #include "test-ops-common.h"
 #include "ggml-impl.h"
@@ -106,4 +107,66 @@ Test(pad_ext, rejects_negative_padding) {
         to_expect_rejected(ctx, ggml_pad_ext(ctx, a, p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7]), "ggml_pad_ext");
         ggml_free(ctx);
     }
+}
+
+/* ---- PAD_REFLECT_1D ------------------------------------------------------------------------ */
+
+static void run_reflect(const int64_t ne[4], int p0, int p1, int n_threads, uint64_t salt) {
+    struct to_env e;
+    to_begin(&e);
+    struct tu_rng rng = tu_rng_new(salt);
+    struct ggml_tensor * a = to_new(&e, GGML_TYPE_F32, ne[0], ne[1], ne[2], ne[3]);
+    tu_fill(a, &rng, -2.0f, 2.0f);
+    struct ggml_tensor * r = ggml_pad_reflect_1d(e.ctx, a, p0, p1);
+    cr_assert_not_null(r, "%s", ggmlx_last_error());
+    cr_assert(r->op == GGML_OP_PAD_REFLECT_1D && r->type == GGML_TYPE_F32);
+    cr_assert(r->ne[0] == ne[0] + p0 + p1 && r->ne[1] == ne[1] && r->ne[2] == ne[2] && r->ne[3] == ne[3]);
+    cr_assert(ggmlx_get_op_params_i32(r, 0) == p0 && ggmlx_get_op_params_i32(r, 1) == p1);
+    to_alloc(&e, r);
+    memset(r->data, 0x7f, ggml_nbytes(r));
+    to_compute(&e, r, n_threads);
+    double * want = (double *) malloc((size_t) ggml_nelements(r) * sizeof(double));
+    TU_FOR_EACH(r, i0, i1, i2, i3) {
+        /* position in a of output column i0: reflected at both edges, the edge itself once */
+        int64_t j = i0 - p0;
+        if (j < 0) {
+            j = -j;
+        } else if (j >= ne[0]) {
+            j = 2 * (ne[0] - 1) - j;
+        }
+        want[to_index(r, i0, i1, i2, i3)] = tu_get(a, j, i1, i2, i3);
+    }
+    to_check(r, want, 0.0, "pad_reflect_1d");
+    free(want);
+    to_end(&e);
+}
+
+Test(pad_reflect_1d, reflects_both_edges) {
+    const int64_t ne[4] = { 7, 3, 2, 1 };
+    run_reflect(ne, 2, 1, 1, 40);
+    run_reflect(ne, 6, 6, 2, 41); /* the longest reflections allowed */
+    run_reflect(ne, 0, 0, 1, 42);
+    const int64_t big[4] = { 4097, 3, 1, 1 };
+    run_reflect(big, 33, 1023, 3, 43);
+}
+
+Test(pad_reflect_1d, rejects_bad_arguments) {
+    struct ggml_context * ctx = to_small_ctx();
+    to_expect_rejected(ctx, ggml_pad_reflect_1d(ctx, NULL, 1, 1), "ggml_pad_reflect_1d");
+    ggml_free(ctx);
+    const int bad[][2] = { { -1, 0 }, { 0, -1 }, { 4, 0 }, { 0, 4 } };
+    for (int i = 0; i < 4; i++) {
+        ctx = to_small_ctx();
+        struct ggml_tensor * a = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, 4, 2);
+        to_expect_rejected(ctx, ggml_pad_reflect_1d(ctx, a, bad[i][0], bad[i][1]), "ggml_pad_reflect_1d");
+        ggml_free(ctx);
+    }
+    ctx = to_small_ctx();
+    struct ggml_tensor * a = ggml_new_tensor_2d(ctx, GGML_TYPE_F16, 4, 2);
+    to_expect_rejected(ctx, ggml_pad_reflect_1d(ctx, a, 1, 1), "ggml_pad_reflect_1d");
+    ggml_free(ctx);
+    ctx = to_small_ctx();
+    a = ggml_transpose(ctx, ggml_new_tensor_2d(ctx, GGML_TYPE_F32, 4, 5));
+    to_expect_rejected(ctx, ggml_pad_reflect_1d(ctx, a, 1, 1), "ggml_pad_reflect_1d");
+    ggml_free(ctx);
 }

@@ -1,6 +1,7 @@
 /*
- * ops-pad.c -- PAD constructors: zeros added before and after each dim.
- * op_params as upstream: i32 [0..7] lp0, rp0, lp1, rp1, lp2, rp2, lp3, rp3.
+ * ops-pad.c -- PAD constructors: zeros added before and after each dim (op_params as upstream:
+ * i32 [0..7] lp0, rp0, lp1, rp1, lp2, rp2, lp3, rp3); PAD_REFLECT_1D: dim 0 extended by its
+ * reflection (op_params i32 [0] p0, [1] p1).
  */
 #include "ggml-impl.h"
 
@@ -48,4 +49,24 @@ struct ggml_tensor * ggml_pad_ext(struct ggml_context * ctx, struct ggml_tensor 
     const int lp[4] = { lp0, lp1, lp2, lp3 };
     const int rp[4] = { rp0, rp1, rp2, rp3 };
     return pad_impl(ctx, a, lp, rp, __func__);
+}
+
+struct ggml_tensor * ggml_pad_reflect_1d(struct ggml_context * ctx, struct ggml_tensor * a, int p0, int p1) {
+    GGMLX_CTX_CHECK(ctx);
+    GGMLX_REQUIRE_TENSOR(ctx, a);
+    GGMLX_REQUIRE(ctx, a->type == GGML_TYPE_F32, "a must be F32, got %s", GGMLX_SHAPE(a));
+    GGMLX_REQUIRE(ctx, ggml_is_contiguous(a), "a must be contiguous, got %s", GGMLX_SHAPE(a));
+    /* a reflection reaches at most ne0 - 1 elements away from the edge */
+    GGMLX_REQUIRE(ctx, p0 >= 0 && p1 >= 0 && p0 < a->ne[0] && p1 < a->ne[0],
+                  "p0 and p1 must be in 0 .. ne0 - 1 (%lld), got %d and %d", (long long) a->ne[0] - 1, p0, p1);
+    const int64_t ne[GGML_MAX_DIMS] = { a->ne[0] + p0 + p1, a->ne[1], a->ne[2], a->ne[3] };
+    struct ggml_tensor * result = ggmlx_new_tensor_impl(ctx, a->type, GGML_MAX_DIMS, ne, NULL, 0, __func__);
+    if (result == NULL) {
+        return NULL;
+    }
+    ggmlx_set_op_params_i32(result, 0, p0);
+    ggmlx_set_op_params_i32(result, 1, p1);
+    result->op     = GGML_OP_PAD_REFLECT_1D;
+    result->src[0] = a;
+    return result;
 }

@@ -85,6 +85,8 @@ ggmlx_cpu_kernel_t ggmlx_cpu_kernel_for(const struct ggml_tensor * node) {
         return s0->type == GGML_TYPE_F32 && node->type == GGML_TYPE_I32 ? ggmlx_cpu_top_k : NULL;
     case GGML_OP_PAD:
         return s0->type == node->type && ggml_blck_size(s0->type) == 1 ? ggmlx_cpu_pad : NULL;
+    case GGML_OP_PAD_REFLECT_1D:
+        return s0->type == GGML_TYPE_F32 && node->type == GGML_TYPE_F32 ? ggmlx_cpu_pad_reflect_1d : NULL;
     case GGML_OP_MUL_MAT:
         return is_float_type(s0->type) && s1->type == GGML_TYPE_F32 ? ggmlx_cpu_mul_mat : NULL;
     case GGML_OP_GET_ROWS:

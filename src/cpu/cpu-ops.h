@@ -109,7 +109,8 @@ void   ggmlx_cpu_argsort        (const struct ggmlx_cpu_params * params, struct 
 void   ggmlx_cpu_top_k          (const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
 size_t ggmlx_cpu_sort_work_size (const struct ggml_tensor * dst, int n_tasks);
 
-/* ops-pad.c: PAD of any one-element-per-block type */
-void ggmlx_cpu_pad(const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
+/* ops-pad.c: PAD of any one-element-per-block type, PAD_REFLECT_1D (F32) */
+void ggmlx_cpu_pad           (const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
+void ggmlx_cpu_pad_reflect_1d(const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
 
 #endif /* GGMLX_CPU_OPS_H */

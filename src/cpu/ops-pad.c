@@ -1,7 +1,8 @@
 /*
  * ops-pad.c -- PAD kernel: dst element (i0, i1, i2, i3) is src (i0 - lp0, ..., i3 - lp3) where
  * that lies inside src, else zero. Any type of one element per block (bytes copied as they
- * are; all-zero bytes are 0 in every such type). Split by rows of dst.
+ * are; all-zero bytes are 0 in every such type). Split by rows of dst. PAD_REFLECT_1D: F32 rows
+ * extended by their reflection.
  */
 #include "cpu-ops.h"
 
@@ -50,6 +51,32 @@ void ggmlx_cpu_pad(const struct ggmlx_cpu_params * params, struct ggml_tensor * 
                     memset(d + i * dnb0, 0, es);
                 }
             }
+        }
+    }
+}
+
+/* dst row: src[p0], ..., src[1], src[0 .. ne0), src[ne0 - 2], ..., src[ne0 - 1 - p1] */
+void ggmlx_cpu_pad_reflect_1d(const struct ggmlx_cpu_params * params, struct ggml_tensor * dst) {
+    const struct ggml_tensor * src = dst->src[0];
+    const int64_t p0 = ggmlx_get_op_params_i32(dst, 0);
+    const int64_t p1 = ggmlx_get_op_params_i32(dst, 1);
+    const int64_t sn0 = src->ne[0], ne1 = dst->ne[1], ne2 = dst->ne[2];
+    const size_t  snb0 = src->nb[0], dnb0 = dst->nb[0];
+
+    int64_t r0, r1;
+    ggmlx_cpu_split_rows(params, dst->ne[1] * dst->ne[2] * dst->ne[3], &r0, &r1);
+    for (int64_t r = r0; r < r1; r++) {
+        const int64_t i1 = r % ne1, i2 = (r / ne1) % ne2, i3 = r / (ne1 * ne2);
+        const char * s = ROW_PTR(src, i1, i2, i3);
+        char       * d = ROW_PTR(dst, i1, i2, i3);
+        for (int64_t i = 0; i < p0; i++) {
+            *(float *)(d + i * dnb0) = *(const float *)(s + (p0 - i) * snb0);
+        }
+        for (int64_t i = 0; i < sn0; i++) {
+            *(float *)(d + (p0 + i) * dnb0) = *(const float *)(s + i * snb0);
+        }
+        for (int64_t i = 0; i < p1; i++) {
+            *(float *)(d + (p0 + sn0 + i) * dnb0) = *(const float *)(s + (sn0 - 2 - i) * snb0);
         }
     }
 }

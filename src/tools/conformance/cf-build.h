@@ -370,6 +370,9 @@ static struct ggml_tensor * cf_build_op(struct cf_build * b, const struct cf_op_
     case CF_OP_TOP_K:
         a = cf_default_input(b, c, c->t0, c->ne, permuted);
         return a == NULL ? NULL : ggml_top_k(ctx, a, c->ip[0]);
+    case CF_OP_PAD_REFLECT_1D:
+        a = cf_default_input(b, c, c->t0, c->ne, false);
+        return a == NULL ? NULL : ggml_pad_reflect_1d(ctx, a, c->ip[0], c->ip[1]);
     }
     return NULL;
 }

@@ -54,6 +54,7 @@ enum cf_op {
     CF_OP_CUMSUM,
     CF_OP_ARGSORT,
     CF_OP_TOP_K,
+    CF_OP_PAD_REFLECT_1D,
 };
 
 /*
@@ -117,6 +118,7 @@ static const char * cf_op_label(const struct cf_op_case * c) {
         "log", "sin", "cos", "clamp", "leaky_relu", "add1",
         "l2_norm", "group_norm", "out_prod", "diag_mask_zero", "pad", "arange", "timestep_embedding", "count_equal",
         "cumsum", "argsort", "top_k",
+        "pad_reflect_1d",
     };
     return names[c->op];
 }
@@ -693,6 +695,12 @@ static void cf_cases_misc(struct cf_case_list * l) {
     cf_add(l, CF_OP_COUNT_EQUAL, GGML_TYPE_I32, GGML_TYPE_I32, 33, 31, 2, 3, CF_PERMUTED, NULL);
     cf_add(l, CF_OP_ARGSORT, GGML_TYPE_F32, GGML_TYPE_F32, 33, 31, 2, 3, CF_PERMUTED, "asc")->ip[0] = GGML_SORT_ORDER_ASC;
     cf_add(l, CF_OP_TOP_K, GGML_TYPE_F32, GGML_TYPE_F32, 33, 31, 2, 3, CF_PERMUTED, "k5")->ip[0] = 5;
+
+    /* pad_reflect_1d: ip[0], ip[1] the left and right reflections */
+    c = cf_add(l, CF_OP_PAD_REFLECT_1D, GGML_TYPE_F32, GGML_TYPE_F32, 7, 3, 2, 1, CF_CONTIG, NULL);
+    c->ip[0] = 6, c->ip[1] = 2;
+    c = cf_add(l, CF_OP_PAD_REFLECT_1D, GGML_TYPE_F32, GGML_TYPE_F32, 1023, 2, 1, 1, CF_CONTIG, NULL);
+    c->ip[0] = 31, c->ip[1] = 1022;
 }
 
 /* every op case, in a fixed order; false when memory ran out */

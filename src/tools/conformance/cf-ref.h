@@ -771,6 +771,17 @@ static void cf_ref_sort(struct cf_ref * r) {
     free(idx), free(tmp), free(v);
 }
 
+/* column i0 of the result is column |i0 - p0| of a, reflected again past its last column */
+static void cf_ref_pad_reflect(struct cf_ref * r) {
+    const struct cf_acc a = cf_acc_of(r->b, r->b->in[0], false);
+    const int64_t p0 = r->c->ip[0], n = a.ne[0];
+    CF_FOR4(r->ne, i0, i1, i2, i3) {
+        int64_t j = i0 - p0;
+        j = j < 0 ? -j : j >= n ? 2 * (n - 1) - j : j;
+        cf_put(r, i0, i1, i2, i3, cf_at(&a, j, i1, i2, i3), 0.0);
+    }
+}
+
 /* fills r->want and r->tol; sets r->failed when the reference could not be computed */
 static void cf_reference(struct cf_ref * r) {
     switch (r->c->op) {
@@ -818,6 +829,7 @@ static void cf_reference(struct cf_ref * r) {
     case CF_OP_CUMSUM: cf_ref_cumsum(r); break;
     case CF_OP_ARGSORT:
     case CF_OP_TOP_K: cf_ref_sort(r); break;
+    case CF_OP_PAD_REFLECT_1D: cf_ref_pad_reflect(r); break;
     default: r->failed = true; break;
     }
 }
