@@ -719,4 +719,34 @@ static bool cf_make_op_cases(struct cf_case_list * l) {
     return !l->oom;
 }
 
+/*
+ * Cases the CUDA backend must run (its first half, issue 5): with GGMLX_TEST_REQUIRE_CUDA=1 a
+ * skip of one of these on a CUDA device is a failure, while the ops CUDA does not claim yet may
+ * be skipped there (supports_op says no and the scheduler runs them elsewhere).
+ */
+static bool cf_cuda_expected(const struct cf_op_case * c) {
+    switch (c->op) {
+    case CF_OP_DUP: case CF_OP_CPY: case CF_OP_CONT: case CF_OP_ADD: case CF_OP_SUB: case CF_OP_MUL:
+    case CF_OP_DIV: case CF_OP_SCALE: case CF_OP_SQR: case CF_OP_SQRT: case CF_OP_SUM: case CF_OP_SUM_ROWS:
+    case CF_OP_MEAN: case CF_OP_ARGMAX: case CF_OP_REPEAT: case CF_OP_CONCAT: case CF_OP_NORM:
+    case CF_OP_RMS_NORM: case CF_OP_MUL_MAT: case CF_OP_GET_ROWS: case CF_OP_SET_ROWS:
+    case CF_OP_DIAG_MASK_INF: case CF_OP_SOFT_MAX: case CF_OP_SOFT_MAX_EXT: case CF_OP_ROPE:
+        return true;
+    case CF_OP_UNARY:
+        switch (c->ip[0]) {
+        case GGML_UNARY_OP_ABS: case GGML_UNARY_OP_NEG: case GGML_UNARY_OP_TANH: case GGML_UNARY_OP_RELU:
+        case GGML_UNARY_OP_SIGMOID: case GGML_UNARY_OP_GELU: case GGML_UNARY_OP_GELU_ERF:
+        case GGML_UNARY_OP_GELU_QUICK: case GGML_UNARY_OP_SILU: case GGML_UNARY_OP_EXP:
+            return true;
+        default:
+            return false;
+        }
+    case CF_OP_GLU:
+        return c->ip[0] == GGML_GLU_OP_REGLU || c->ip[0] == GGML_GLU_OP_GEGLU || c->ip[0] == GGML_GLU_OP_SWIGLU ||
+               c->ip[0] == GGML_GLU_OP_GEGLU_ERF || c->ip[0] == GGML_GLU_OP_GEGLU_QUICK;
+    default:
+        return false;
+    }
+}
+
 #endif /* GGMLX_CF_CASES_H */
