@@ -1,7 +1,7 @@
 /*
  * bench-cpu.c -- CPU throughput: matrix products and per-node overhead of the graph executor.
  *
- *   bench-cpu [--quick] [--json] [--runs N] [--only fma_peak|mul_mat|mul_mat_vec|mem_read|add_chain]
+ *   bench-cpu [--quick] [--json] [--runs N] [--only fma_peak|mul_mat|mul_mat_vec|mem_read|cpy|add_chain]
  *
  * mul_mat: a (weights, F32/F16/BF16) [K=4096, N=4096] times b (F32) [K, M=512], 2*K*N*M flops,
  * on 1 and 2 threads; reported as GFLOP/s, best of a few runs after a warm-up.
@@ -9,6 +9,7 @@
  * one F32 column (batch 1, the token-generation case), on 1 and 2 threads; reported as GB/s of
  * weight bytes read, next to mem_read: a streaming read (four prefetched streams per thread, as a
  * GEMV walks four rows) of an equally large buffer, the bandwidth a kernel can hope for.
+ * cpy: type conversions of 8M contiguous elements (F32 <-> F16, F32 -> BF16), as G elements/s.
  * fma_peak: independent F32 FMAs in registers (AVX-512 where the CPU has it, else AVX2+FMA) on 1
  * and 2 threads: what the cores deliver during this run, the ceiling for mul_mat (on a shared
  * or throttled machine it can be far below the data-sheet peak).
@@ -276,6 +277,41 @@ static int bench_mem_read(size_t bytes, int runs) {
     return check == 0 ? 1 : 0;
 }
 
+/* a contiguous conversion ts -> td of n elements: G elements/s */
+static int bench_cpy(enum ggml_type ts, enum ggml_type td, int64_t n, int runs) {
+    const size_t mem = ggml_row_size(ts, n) + ggml_row_size(td, n) + 16 * ggml_tensor_overhead() +
+                       ggml_graph_overhead() + (1u << 20);
+    struct ggml_init_params ip = { mem, NULL, false };
+    struct ggml_context * ctx = ggml_init(ip);
+    if (ctx == NULL) {
+        return 1;
+    }
+    struct ggml_tensor * a = ggml_new_tensor_1d(ctx, ts, n);
+    struct ggml_tensor * b = ggml_new_tensor_1d(ctx, td, n);
+    struct ggml_tensor * c = ggml_cpy(ctx, a, b);
+    struct ggml_cgraph * gf = ggml_new_graph(ctx);
+    if (c == NULL || gf == NULL) {
+        ggml_free(ctx);
+        return 1;
+    }
+    ggml_build_forward_expand(gf, c);
+    fill(a, 7);
+    char name[48], shape[64];
+    snprintf(name, sizeof name, "cpy_%s_%s", ggml_type_name(ts), ggml_type_name(td));
+    snprintf(shape, sizeof shape, "%lld elements", (long long)n);
+    int rc = 0;
+    for (int nt = 1; nt <= 2; nt++) {
+        const double t = time_graph(gf, nt, runs);
+        if (t <= 0.0) {
+            rc = 1;
+            continue;
+        }
+        add_result(name, nt, (double)n / t * 1e-9, "Gelem/s", shape);
+    }
+    ggml_free(ctx);
+    return rc;
+}
+
 /* ---- FMA throughput: 24 independent accumulators, nothing from memory ---- */
 
 struct fma_job {
@@ -473,6 +509,12 @@ int main(int argc, char ** argv) {
     }
     if (WANT("mem_read")) {
         rc |= bench_mem_read(ggml_row_size(GGML_TYPE_F32, K) * (size_t)vn, quick ? 2 : 10);
+    }
+    if (WANT("cpy")) {
+        const int64_t cn = quick ? 65536 : 8 << 20;
+        rc |= bench_cpy(GGML_TYPE_F32, GGML_TYPE_F16, cn, quick ? 2 : 5);
+        rc |= bench_cpy(GGML_TYPE_F16, GGML_TYPE_F32, cn, quick ? 2 : 5);
+        rc |= bench_cpy(GGML_TYPE_F32, GGML_TYPE_BF16, cn, quick ? 2 : 5);
     }
     if (WANT("add_chain")) {
         rc |= bench_add_chain(chain, 16, quick ? 3 : 20);

@@ -2,8 +2,9 @@
  * test-ops-copy-cast.c -- conversions of CPY/DUP/CONT at the edges of each type (expected bit
  * patterns written out, not computed by the library's own converters): F32 -> F16 and -> BF16
  * rounding to nearest even, overflow to infinity, subnormals, signed zero and NaN; F16/BF16 <->
- * I32 (truncation toward zero, saturation, NaN -> 0); F16 <-> BF16; conversions between
- * non-contiguous layouts on several threads; the CPU's supports_op for every type pair; and the
+ * I32 (truncation toward zero, saturation, NaN -> 0); F16 <-> BF16 -- each through the vector
+ * loop and the scalar tail, on the default kernel and GGMLX_COPY_KERNEL=portable, bit for bit
+ * alike; conversions between non-contiguous layouts on several threads; the CPU's supports_op for every type pair; and the
  * constructors' error contract (element counts, NULL operands).
  */
 #include "test-ops-common.h"
@@ -11,8 +12,8 @@
 
 #include <limits.h>
 
-/* copies n values (raw bytes of type ts) through ggml_cpy into a new tensor of td; returns its data */
-static void cpy_raw(enum ggml_type ts, const void * in, enum ggml_type td, void * out, int64_t n, int n_threads) {
+/* one ggml_cpy of n raw values of type ts into td on the kernel GGMLX_COPY_KERNEL selects */
+static void cpy_once(enum ggml_type ts, const void * in, enum ggml_type td, void * out, int64_t n, int n_threads) {
     struct to_env e;
     to_begin(&e);
     struct ggml_tensor * src = to_new(&e, ts, n, 1, 1, 1);
@@ -23,6 +24,39 @@ static void cpy_raw(enum ggml_type ts, const void * in, enum ggml_type td, void 
     to_compute(&e, r, n_threads);
     memcpy(out, dst->data, ggml_nbytes(dst));
     to_end(&e);
+}
+
+/*
+ * Copies n values (raw bytes of type ts) into td; out gets the n results. The values are tiled
+ * over a longer row so each one passes both through the 16-wide vector loop and the scalar tail,
+ * on the default kernel and on GGMLX_COPY_KERNEL=portable: all of them must agree bit for bit.
+ */
+static void cpy_raw(enum ggml_type ts, const void * in, enum ggml_type td, void * out, int64_t n, int n_threads) {
+    const size_t  es = ggml_type_size(ts), ed = ggml_type_size(td);
+    const int64_t len = 40 + n; /* 32 in the vector loop (for n <= 16 every value twice), the rest scalar */
+    char * tin  = (char *) malloc((size_t) len * es);
+    char * fast = (char *) malloc((size_t) len * ed);
+    char * port = (char *) malloc((size_t) len * ed);
+    for (int64_t i = 0; i < len; i++) {
+        memcpy(tin + (size_t) i * es, (const char *) in + (size_t) (i % n) * es, es);
+    }
+    unsetenv("GGMLX_COPY_KERNEL");
+    cpy_once(ts, tin, td, fast, len, n_threads);
+    cr_assert_eq(setenv("GGMLX_COPY_KERNEL", "portable", 1), 0);
+    cpy_once(ts, tin, td, port, len, n_threads);
+    unsetenv("GGMLX_COPY_KERNEL");
+    for (int64_t i = 0; i < len; i++) {
+        cr_assert(memcmp(fast + (size_t) i * ed, port + (size_t) i * ed, ed) == 0,
+                  "%s -> %s element %lld (value %lld): default and portable kernels differ", ggml_type_name(ts),
+                  ggml_type_name(td), (long long) i, (long long) (i % n));
+        cr_assert(memcmp(fast + (size_t) i * ed, fast + (size_t) (i % n) * ed, ed) == 0,
+                  "%s -> %s value %lld: converted differently at element %lld", ggml_type_name(ts),
+                  ggml_type_name(td), (long long) (i % n), (long long) i);
+    }
+    memcpy(out, fast, (size_t) n * ed);
+    free(tin);
+    free(fast);
+    free(port);
 }
 
 static float f32_bits(uint32_t u) {
@@ -295,4 +329,31 @@ Test(copy_cast, cont_nd_reshapes_a_transposed_source) {
     to_check(r1, vs, 0.0, "ggml_cont_1d");
     free(vs);
     to_end(&e);
+}
+
+/* random bit patterns (NaN payloads, subnormals, huge values) of each type into every other type */
+Test(copy_cast, random_bit_patterns_convert_alike_on_both_kernels) {
+    const enum ggml_type T[4] = { GGML_TYPE_F32, GGML_TYPE_F16, GGML_TYPE_BF16, GGML_TYPE_I32 };
+    enum { N = 4099 };
+    uint32_t * in  = (uint32_t *) malloc(N * sizeof(uint32_t));
+    uint32_t * out = (uint32_t *) malloc(N * sizeof(uint32_t));
+    for (int s = 0; s < 4; s++) {
+        struct tu_rng rng = tu_rng_new((uint64_t) (1200 + s));
+        const size_t es = ggml_type_size(T[s]);
+        for (int i = 0; i < N; i++) {
+            const uint32_t v = (uint32_t) tu_next(&rng);
+            if (es == 2) {
+                ((uint16_t *) in)[i] = (uint16_t) v;
+            } else {
+                in[i] = v;
+            }
+        }
+        for (int d = 0; d < 4; d++) {
+            if (d != s) {
+                cpy_raw(T[s], in, T[d], out, N, 2);
+            }
+        }
+    }
+    free(in);
+    free(out);
 }

@@ -7,6 +7,14 @@
 #include "ops-elem.h"
 
 #include <limits.h>
+#include <stdlib.h>
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#    include <immintrin.h>
+#    define CP_X86 1
+#else
+#    define CP_X86 0
+#endif
 
 /* float -> I32 without undefined behaviour: truncation toward zero, saturating, NaN -> 0 */
 static inline int32_t f32_to_i32_sat(float f) {
@@ -21,6 +29,92 @@ static inline int32_t f32_to_i32_sat(float f) {
     }
     return (int32_t) f;
 }
+
+/*
+ * Contiguous conversions with AVX-512, bit for bit the scalar ones above and in ggml-math.h
+ * (the hardware's F16 conversions differ only on NaNs, which are rewritten to the scalar
+ * results). GGMLX_COPY_KERNEL=portable turns them off, so tests can compare both.
+ */
+#if CP_X86
+__attribute__((target("avx512f"))) static inline __m512 cp_load16(enum ggml_type ts, const char * p) {
+    switch (ts) {
+    case GGML_TYPE_F16: {
+        const __m256i h = _mm256_loadu_si256((const __m256i *)p);
+        const __m512i w = _mm512_cvtepu16_epi32(h);
+        const __m512  f = _mm512_cvtph_ps(h);
+        /* NaN halves keep their payload unquieted in the scalar conversion: sign | inf | mant << 13 */
+        const __mmask16 nan = _mm512_cmpeq_epi32_mask(_mm512_and_si512(w, _mm512_set1_epi32(0x7c00)),
+                                                      _mm512_set1_epi32(0x7c00)) &
+                              _mm512_test_epi32_mask(w, _mm512_set1_epi32(0x3ff));
+        const __m512i bits = _mm512_or_si512(_mm512_slli_epi32(_mm512_and_si512(w, _mm512_set1_epi32(0x8000)), 16),
+                                             _mm512_or_si512(_mm512_set1_epi32(0x7f800000),
+                                                             _mm512_slli_epi32(_mm512_and_si512(w, _mm512_set1_epi32(0x3ff)), 13)));
+        return _mm512_mask_blend_ps(nan, f, _mm512_castsi512_ps(bits));
+    }
+    case GGML_TYPE_BF16:
+        return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)p)), 16));
+    case GGML_TYPE_I32:
+        return _mm512_cvtepi32_ps(_mm512_loadu_si512((const void *)p));
+    default:
+        return _mm512_loadu_ps((const float *)p);
+    }
+}
+
+__attribute__((target("avx512f"))) static inline void cp_store16(enum ggml_type td, char * p, __m512 v) {
+    const __m512i x    = _mm512_castps_si512(v);
+    const __m512i absx = _mm512_and_si512(x, _mm512_set1_epi32(0x7fffffff));
+    const __mmask16 nan = _mm512_cmpgt_epi32_mask(absx, _mm512_set1_epi32(0x7f800000));
+    switch (td) {
+    case GGML_TYPE_F16: {
+        /* a NaN becomes sign | 0x7fc00000 first, which the hardware turns into sign | 0x7e00 */
+        const __m512i q = _mm512_or_si512(_mm512_and_si512(x, _mm512_set1_epi32((int)0x80000000u)),
+                                          _mm512_set1_epi32(0x7fc00000));
+        const __m512  w = _mm512_castsi512_ps(_mm512_mask_blend_epi32(nan, x, q));
+        _mm256_storeu_si256((__m256i *)p, _mm512_cvtps_ph(w, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+        break;
+    }
+    case GGML_TYPE_BF16: {
+        const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(x, 16), _mm512_set1_epi32(1));
+        const __m512i r   = _mm512_srli_epi32(_mm512_add_epi32(x, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7fff))), 16);
+        const __m512i n   = _mm512_or_si512(_mm512_srli_epi32(x, 16), _mm512_set1_epi32(0x40));
+        _mm256_storeu_si256((__m256i *)p, _mm512_cvtepi32_epi16(_mm512_mask_blend_epi32(nan, r, n)));
+        break;
+    }
+    case GGML_TYPE_I32: {
+        /* truncation; NaN -> 0, >= 2^31 -> INT32_MAX (the hardware gives INT32_MIN for both) */
+        __m512i t = _mm512_cvttps_epi32(v);
+        const __mmask16 big = _mm512_cmp_ps_mask(v, _mm512_set1_ps(2147483648.0f), _CMP_GE_OQ);
+        t = _mm512_mask_blend_epi32(big, t, _mm512_set1_epi32(INT32_MAX));
+        t = _mm512_mask_blend_epi32(nan, t, _mm512_setzero_si512());
+        _mm512_storeu_si512((void *)p, t);
+        break;
+    }
+    default:
+        _mm512_storeu_ps((float *)p, v);
+        break;
+    }
+}
+
+/* n contiguous elements of ts at ps into td at pd, 16 at a time; returns how many were done */
+__attribute__((target("avx512f"))) static int64_t cp_run_avx512(enum ggml_type td, char * pd, enum ggml_type ts,
+                                                                 const char * ps, int64_t n) {
+    const size_t es = ggml_type_size(ts), ed = ggml_type_size(td);
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        cp_store16(td, pd + (size_t)i * ed, cp_load16(ts, ps + (size_t)i * es));
+    }
+    return i;
+}
+
+static bool cp_use_avx512(void) {
+    const char * want = getenv("GGMLX_COPY_KERNEL");
+    if (want != NULL && strcmp(want, "portable") == 0) {
+        return false;
+    }
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f");
+}
+#endif
 
 /* n elements from ps (stride ss bytes, type ts) to pd (stride sd, type td) */
 static void convert_run(enum ggml_type td, char * pd, size_t sd, enum ggml_type ts, const char * ps, size_t ss, int64_t n) {
@@ -38,6 +132,14 @@ static void convert_run(enum ggml_type td, char * pd, size_t sd, enum ggml_type 
         }
         return;
     }
+#if CP_X86
+    if (ss == ggml_type_size(ts) && sd == ggml_type_size(td) && n >= 16 && cp_use_avx512()) {
+        const int64_t done = cp_run_avx512(td, pd, ts, ps, n);
+        pd += (size_t)done * sd;
+        ps += (size_t)done * ss;
+        n -= done;
+    }
+#endif
     if (ts == GGML_TYPE_I32) {
         for (int64_t i = 0; i < n; i++) {
             int32_t v;
