@@ -357,3 +357,32 @@ Test(copy_cast, random_bit_patterns_convert_alike_on_both_kernels) {
     free(in);
     free(out);
 }
+
+/* contiguous tensors of different types and shapes: one flat run split between 1-4 threads */
+Test(copy_cast, contiguous_runs_split_between_threads) {
+    const enum ggml_type T[4] = { GGML_TYPE_F32, GGML_TYPE_F16, GGML_TYPE_BF16, GGML_TYPE_I32 };
+    for (int s = 0; s < 4; s++) {
+        for (int d = 0; d < 4; d++) {
+            for (int nt = 1; nt <= 4; nt++) {
+                struct to_env e;
+                to_begin(&e);
+                struct ggml_tensor * src = to_new(&e, T[s], 1031, 5, 1, 1);
+                struct ggml_tensor * dst = to_new(&e, T[d], 5, 1031, 1, 1); /* another shape, same count */
+                struct tu_rng rng = tu_rng_new((uint64_t) (1300 + s * 16 + d * 4 + nt));
+                TU_FOR_EACH(src, i0, i1, i2, i3) {
+                    tu_set(src, i0, i1, i2, i3, 0.5 * (double) ((int64_t) (tu_next(&rng) % 401) - 200));
+                }
+                double * vs = to_values(src);
+                to_compute(&e, ggml_cpy(e.ctx, src, dst), nt);
+                for (size_t i = 0; i < (size_t) ggml_nelements(dst); i++) {
+                    vs[i] = as_type(vs[i], T[d]);
+                }
+                char what[64];
+                snprintf(what, sizeof what, "%s -> %s on %d threads", ggml_type_name(T[s]), ggml_type_name(T[d]), nt);
+                to_check(dst, vs, 0.0, what);
+                free(vs);
+                to_end(&e);
+            }
+        }
+    }
+}

@@ -220,6 +220,19 @@ void ggmlx_cpu_dup(const struct ggmlx_cpu_params * params, struct ggml_tensor * 
         dup_blocks(params, dst, src); /* the dispatch only lets equal types through here */
         return;
     }
+    /* both gap-free, types differ: one flat run, split between threads in multiples of 16 */
+    if (ggml_is_contiguous(dst) && ggml_is_contiguous(src)) {
+        const int64_t n   = ggml_nelements(dst);
+        const int64_t per = ((n + params->nth - 1) / params->nth + 15) / 16 * 16;
+        const int64_t i0  = per * params->ith < n ? per * params->ith : n;
+        const int64_t i1  = i0 + per < n ? i0 + per : n;
+        const size_t  es = ggml_type_size(ts), ed = ggml_type_size(td);
+        if (i1 > i0) {
+            convert_run(td, (char *) dst->data + (size_t) i0 * ed, ed, ts, (const char *) src->data + (size_t) i0 * es,
+                        es, i1 - i0);
+        }
+        return;
+    }
 
     const int64_t ne0 = dst->ne[0];
     const bool same_shape = ggml_are_same_shape(dst, src);
