@@ -251,8 +251,18 @@ struct ggml_tensor * ggml_cast(struct ggml_context * ctx, struct ggml_tensor * a
 
 static struct ggml_tensor * cont_impl(struct ggml_context * ctx, struct ggml_tensor * a, int64_t ne0, int64_t ne1,
                                       int64_t ne2, int64_t ne3, const char * func) {
-    GGMLX_REQUIRE(ctx, ne0 * ne1 * ne2 * ne3 == ggml_nelements(a), "%s has %lld elements, not %lld",
-                  GGMLX_SHAPE(a), (long long) ggml_nelements(a), (long long) (ne0 * ne1 * ne2 * ne3));
+    /* the error names the public function; the product is formed only once it cannot overflow */
+    const int64_t n = ggml_nelements(a);
+    const bool nonneg = ne0 >= 0 && ne1 >= 0 && ne2 >= 0 && ne3 >= 0;
+    const bool empty  = ne0 == 0 || ne1 == 0 || ne2 == 0 || ne3 == 0;
+    const bool same   = nonneg && (empty ? n == 0
+                                         : ne0 <= n / ne1 && ne0 * ne1 <= n / ne2 && ne0 * ne1 * ne2 <= n / ne3 &&
+                                           ne0 * ne1 * ne2 * ne3 == n);
+    if (!same) {
+        ggmlx_ctx_fail(ctx, func, "%s has %lld elements, not [%lld, %lld, %lld, %lld]", GGMLX_SHAPE(a), (long long) n,
+                       (long long) ne0, (long long) ne1, (long long) ne2, (long long) ne3);
+        return NULL;
+    }
     const int64_t ne[4] = { ne0, ne1, ne2, ne3 };
     struct ggml_tensor * t = ggmlx_new_tensor_impl(ctx, a->type, 4, ne, NULL, 0, func);
     if (t == NULL) {
