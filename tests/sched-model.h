@@ -41,7 +41,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define SM_MAX_LAYERS 64
+#define SM_MAX_LAYERS 72
 #define SM_LAYER_TENSORS 9
 
 struct sm_config {

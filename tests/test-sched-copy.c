@@ -171,3 +171,29 @@ Test(sched_copy, a_copy_waits_for_earlier_work_on_its_destination, .init = setup
     ggml_free(ca);
     ggml_free(cb);
 }
+
+/*
+ * A graph allocated by one scheduler, which is then freed, can be given to another: the
+ * tensors the first one placed are placed anew, not taken for pre-allocated tensors whose
+ * buffers are gone.
+ */
+Test(sched_copy, a_graph_outlives_the_scheduler_that_allocated_it, .init = setup_best, .fini = teardown) {
+    const size_t n = sm_out_count(&g_cfg, g_cfg.n_tokens);
+    float * got  = malloc(n * sizeof *got);
+    float * want = malloc(n * sizeof *want);
+    struct sm_graph g;
+    cr_assert(sm_graph_build(&g, &g_model, g_cfg.n_tokens));
+    cr_assert(ggml_backend_sched_alloc_graph(g_sched, g.gf));
+    ggml_backend_sched_free(g_sched);
+    g_sched = ggml_backend_sched_new(g_backends, NULL, g_n, sm_graph_size(&g_cfg), false, true);
+    cr_assert_not_null(g_sched);
+    cr_assert(ggml_backend_sched_alloc_graph(g_sched, g.gf), "%s", ggmlx_last_error());
+    cr_assert(sm_graph_set_inputs(&g, &g_cfg, 7));
+    cr_assert_eq(ggml_backend_sched_graph_compute(g_sched, g.gf), GGML_STATUS_SUCCESS, "%s", ggmlx_last_error());
+    ggml_backend_tensor_get(g.out, got, 0, n * sizeof *got);
+    cr_assert(sm_reference(&g_cfg, g_cfg.n_tokens, 7, want, NULL));
+    cr_assert_lt(sm_max_rel_err(got, want, n), 1e-4);
+    sm_graph_free(&g);
+    free(got);
+    free(want);
+}

@@ -197,6 +197,8 @@ int  ggmlx_sched_backend_id(const struct ggml_backend_sched * sched, ggml_backen
 /* a buffer the scheduler allocated (now or before: compared by value only) */
 bool ggmlx_sched_owns_buffer(const struct ggml_backend_sched * sched, ggml_backend_buffer_t buffer);
 bool ggmlx_sched_add_own_buffer(struct ggml_backend_sched * sched, ggml_backend_buffer_t buffer);
+/* a buffer some live scheduler allocated (now or before) */
+bool ggmlx_sched_buffer_is_live(ggml_backend_buffer_t buffer);
 
 /* ---- sched-split.c ------------------------------------------------------------------------- */
 

@@ -116,7 +116,11 @@ static ggml_backend_buffer_t user_buffer(const struct ggml_backend_sched * sched
 /* ---- forgetting the scheduler's own allocations of an earlier split -------------------------- */
 
 static void unalloc(struct ggml_backend_sched * sched, struct ggml_tensor * t) {
-    if ((t->flags & GGMLX_TENSOR_FLAG_SCHED_ALLOC) && ggmlx_sched_owns_buffer(sched, t->buffer)) {
+    if (!(t->flags & GGMLX_TENSOR_FLAG_SCHED_ALLOC)) {
+        return;
+    }
+    /* ours, or left by a scheduler since freed; another live scheduler's stays (pre-allocated) */
+    if (ggmlx_sched_owns_buffer(sched, t->buffer) || !ggmlx_sched_buffer_is_live(t->buffer)) {
         t->data   = NULL;
         t->buffer = NULL;
         t->flags &= ~GGMLX_TENSOR_FLAG_SCHED_ALLOC;

@@ -6,6 +6,7 @@
  */
 #include "sched-impl.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -36,9 +37,71 @@ bool ggmlx_sched_owns_buffer(const struct ggml_backend_sched * sched, ggml_backe
     return false;
 }
 
+/*
+ * The buffers of every live scheduler, by value. A tensor marked as a scheduler's allocation
+ * whose buffer is in no live scheduler was left behind by one since freed: it is placed anew
+ * rather than taken for a tensor the user pre-allocated (its buffer is gone).
+ */
+static pthread_mutex_t         g_live_mutex = PTHREAD_MUTEX_INITIALIZER;
+static ggml_backend_buffer_t * g_live;
+static const void           ** g_live_owner;
+static int                     g_n_live, g_live_cap;
+
+static bool live_add(const struct ggml_backend_sched * sched, ggml_backend_buffer_t buffer) {
+    bool ok = true;
+    pthread_mutex_lock(&g_live_mutex);
+    if (g_n_live == g_live_cap) {
+        const int cap = g_live_cap ? 2 * g_live_cap : 64;
+        ggml_backend_buffer_t * b = realloc(g_live, (size_t) cap * sizeof *b);
+        if (b != NULL) {
+            g_live = b;
+        }
+        const void ** o = b != NULL ? realloc(g_live_owner, (size_t) cap * sizeof *o) : NULL;
+        if (o != NULL) {
+            g_live_owner = o;
+            g_live_cap   = cap;
+        }
+        ok = b != NULL && o != NULL;
+    }
+    if (ok) {
+        g_live[g_n_live]       = buffer;
+        g_live_owner[g_n_live] = sched;
+        g_n_live++;
+    }
+    pthread_mutex_unlock(&g_live_mutex);
+    return ok;
+}
+
+static void live_remove_all(const struct ggml_backend_sched * sched) {
+    pthread_mutex_lock(&g_live_mutex);
+    int n = 0;
+    for (int i = 0; i < g_n_live; i++) {
+        if (g_live_owner[i] != sched) {
+            g_live[n]       = g_live[i];
+            g_live_owner[n] = g_live_owner[i];
+            n++;
+        }
+    }
+    g_n_live = n;
+    pthread_mutex_unlock(&g_live_mutex);
+}
+
+bool ggmlx_sched_buffer_is_live(ggml_backend_buffer_t buffer) {
+    bool found = false;
+    pthread_mutex_lock(&g_live_mutex);
+    for (int i = 0; i < g_n_live && !found; i++) {
+        found = g_live[i] == buffer;
+    }
+    pthread_mutex_unlock(&g_live_mutex);
+    return found;
+}
+
 bool ggmlx_sched_add_own_buffer(struct ggml_backend_sched * sched, ggml_backend_buffer_t buffer) {
     if (buffer == NULL || ggmlx_sched_owns_buffer(sched, buffer)) {
         return true;
+    }
+    if (!live_add(sched, buffer)) {
+        return false;
     }
     if (sched->n_own_buffers == sched->own_buffers_cap) {
         const int cap = sched->own_buffers_cap ? 2 * sched->own_buffers_cap : 16;
@@ -196,6 +259,7 @@ void ggml_backend_sched_free(ggml_backend_sched_t sched) {
         sched->trace = NULL;
     }
     ggmlx_sched_free_slots(sched);
+    live_remove_all(sched);
     free_events(sched);
     ggml_gallocr_free(sched->galloc);
     ggml_free(sched->ctx);
