@@ -15,10 +15,11 @@ extern "C" {
 #define GGMLX_SCHED_MAX_COPIES 8
 
     /*
-     * Number of copies of the graph inputs, that is of the tensors flagged
-     * GGML_TENSOR_FLAG_INPUT that the scheduler allocates: n computes may be in flight at once,
-     * each with its own inputs (pipeline parallelism). Only those inputs are multiplied;
-     * intermediate tensors and copies between devices are not. 1 <= n_copies <=
+     * Number of slots: n computes may be in flight at once (pipeline parallelism), each with
+     * its own copy of what a slot holds: the graph inputs (tensors flagged
+     * GGML_TENSOR_FLAG_INPUT that the scheduler allocates) and the tensors one device passes on
+     * to another. Nothing else is multiplied: other intermediate tensors and the copies made on
+     * the receiving device are shared by all computes. 1 <= n_copies <=
      * GGMLX_SCHED_MAX_COPIES. Waits for queued work and takes effect at the next
      * alloc_graph; false (and a message) on a bad value.
      */

@@ -3,9 +3,10 @@
  *
  * Two kinds of memory, chosen by who writes it:
  *   - graph inputs are written by the host (ggml_backend_tensor_set) between alloc_graph and
- *     compute. They live in input slots, one buffer per (backend, slot), and a slot is handed
- *     out again only once the compute that used it last is done. With n_copies slots, n
- *     computes can be in flight (pipeline parallelism); nothing else is multiplied.
+ *     compute, and the tensors a device passes on are read by another device's queue that may
+ *     lag behind. Both live in slots, one buffer per (backend, slot), and a slot is handed out
+ *     again only once the compute that used it last is done. With n_copies slots, n computes
+ *     can be in flight (pipeline parallelism); nothing else is multiplied.
  *   - everything else is written only by queued work: the compute buffers of ggml_gallocr,
  *     shared by all computes, whose reuse is ordered by the queues and events
  *     (sched-compute.c), so handing them out needs no host wait.

@@ -194,7 +194,10 @@ static void copy_inputs(struct ggml_backend_sched * sched, const struct sched_sp
     }
     uint32_t sources = 0;
     for (int k = sp->input_begin; k < sp->input_begin + sp->n_inputs; k++) {
-        sources |= 1u << sched->inputs[k].src_backend;
+        /* a source in slot memory is not overwritten before the slot is waited for */
+        if (!sched->inputs[k].slotted) {
+            sources |= 1u << sched->inputs[k].src_backend;
+        }
         copy_one(sched, &sched->inputs[k]);
     }
     reads_recorded(sched, b, sources);

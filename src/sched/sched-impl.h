@@ -77,6 +77,7 @@ struct sched_input {
     int                  src_backend;
     int                  dst_backend;
     int                  first_node;   /* the node that needed it first (later splits reuse the copy) */
+    bool                 slotted;      /* src is in slot memory: no later compute overwrites it early */
 };
 
 /* A source node->src[j] rewritten to a copy while the scheduler works on the graph. */
@@ -145,7 +146,7 @@ struct ggml_backend_sched {
     int                        n_inputs, inputs_cap;
     struct sched_rewrite     * rewrites;
     int                        n_rewrites, rewrites_cap;
-    struct ggml_tensor      ** graph_inputs;   /* user inputs the scheduler allocates in slots */
+    struct ggml_tensor      ** graph_inputs;   /* user inputs and copied tensors, allocated in slots */
     int                        n_graph_inputs, graph_inputs_cap;
     bool                       rewritten;      /* rewrites are applied to the user's graph now */
 

@@ -383,7 +383,7 @@ static bool add_input(struct ggml_backend_sched * sched, struct sched_split * sp
         if (!GROW(sched->inputs, sched->inputs_cap, sched->n_inputs + 1)) {
             return false;
         }
-        sched->inputs[sched->n_inputs++] = (struct sched_input){ s, NULL, sb, sp->backend, i };
+        sched->inputs[sched->n_inputs++] = (struct sched_input){ s, NULL, sb, sp->backend, i, false };
         sp->n_inputs++;
     }
     if (!GROW(sched->rewrites, sched->rewrites_cap, sched->n_rewrites + 1)) {
@@ -407,6 +407,33 @@ static bool note_graph_input(struct ggml_backend_sched * sched, struct ggml_tens
     }
     ti->graph_input = true;
     sched->graph_inputs[sched->n_graph_inputs++] = t;
+    return true;
+}
+
+/*
+ * The tensors copied to another backend get slot memory too, like the graph inputs: compute
+ * k + 1 then writes its own copy of them while compute k's copy out of them may still be queued
+ * behind the destination's earlier work, so the source backend never waits for that copy and
+ * the devices of a pipeline do not run in lockstep. Only memory the scheduler hands out is
+ * moved (pre-allocated sources, such as a cache, stay where they are and are ordered by events).
+ */
+static bool slot_copy_sources(struct ggml_backend_sched * sched) {
+    for (int k = 0; k < sched->n_inputs; k++) {
+        struct sched_input * in = &sched->inputs[k];
+        struct ggml_tensor * r  = root_of(in->src);
+        struct sched_tinfo * ri = info(sched, r);
+        if (!ri->graph_input) {
+            if (!ri->allocated || r->data != NULL || r->view_src != NULL) {
+                continue;
+            }
+            if (!GROW(sched->graph_inputs, sched->graph_inputs_cap, sched->n_graph_inputs + 1)) {
+                return false;
+            }
+            ri->graph_input = true;
+            sched->graph_inputs[sched->n_graph_inputs++] = r;
+        }
+        in->slotted = true;
+    }
     return true;
 }
 
@@ -696,6 +723,12 @@ bool ggmlx_sched_split(struct ggml_backend_sched * sched, struct ggml_cgraph * g
         }
     }
     forget_own_memory(sched, g);
+    for (int i = 0; i < g->n_leafs; i++) {
+        info(sched, g->leafs[i])->allocated = g->leafs[i]->data == NULL && g->leafs[i]->view_src == NULL;
+    }
+    for (int i = 0; i < g->n_nodes; i++) {
+        NODE_INFO(sched, i)->allocated = g->nodes[i]->data == NULL;
+    }
     for (int p = 0; p < sched->n_pins; p++) {
         struct sched_tinfo * ti = info(sched, sched->pins[p].tensor);
         ti->backend = (int8_t) sched->pins[p].backend;
@@ -722,7 +755,7 @@ bool ggmlx_sched_split(struct ggml_backend_sched * sched, struct ggml_cgraph * g
     if (!pass4(sched, g, func)) {
         return false;
     }
-    if (!pass5(sched, g) || !build_alloc_graph(sched, g, func)) {
+    if (!pass5(sched, g) || !slot_copy_sources(sched) || !build_alloc_graph(sched, g, func)) {
         if (ggmlx_last_error() == NULL) {
             ggmlx_error(func, "out of host memory while splitting the graph");
         }
