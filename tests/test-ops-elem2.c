@@ -4,13 +4,10 @@
  * references: float types, sizes, transposed and permuted inputs, threads, in-place, by enum,
  * special values, and rejection of bad arguments.
  */
-#include "test-ops-common.h"
+#include "test-ops-elementwise.h"
 
 #include "ggml-backend.h"
 
-typedef struct ggml_tensor * (*unary_ctor)(struct ggml_context *, struct ggml_tensor *);
-
-static double ref_sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }
 static double ref_sgn(double x) { return x > 0 ? 1.0 : x < 0 ? -1.0 : 0.0; }
 static double ref_step(double x) { return x > 0 ? 1.0 : 0.0; }
 static double ref_elu(double x) { return x > 0 ? x : expm1(x); }
@@ -19,17 +16,7 @@ static double ref_hardsigmoid(double x) { return fmin(1.0, fmax(0.0, (x + 3.0) /
 static double ref_hardswish(double x) { return x * ref_hardsigmoid(x); }
 static double ref_softplus(double x) { return log1p(exp(x)); }
 
-struct eop {
-    const char *       name;
-    enum ggml_unary_op uop;          /* GGML_UNARY_OP_COUNT: not a GGML_OP_UNARY op */
-    enum ggml_op       op;
-    unary_ctor         make;
-    unary_ctor         make_inplace; /* NULL where upstream has none */
-    double           (*ref)(double);
-    float              lo, hi;       /* input range */
-};
-
-static const struct eop EOPS[] = {
+static const struct unary_case EOPS[] = {
     { "ggml_sgn",         GGML_UNARY_OP_SGN,         GGML_OP_UNARY, ggml_sgn,         ggml_sgn_inplace,         ref_sgn,         -4, 4 },
     { "ggml_step",        GGML_UNARY_OP_STEP,        GGML_OP_UNARY, ggml_step,        ggml_step_inplace,        ref_step,        -4, 4 },
     { "ggml_elu",         GGML_UNARY_OP_ELU,         GGML_OP_UNARY, ggml_elu,         ggml_elu_inplace,         ref_elu,         -6, 4 },
@@ -48,79 +35,12 @@ static const struct eop EOPS[] = {
 };
 #define N_EOPS ((int) (sizeof(EOPS) / sizeof(EOPS[0])))
 
-static const enum ggml_type FTYPES[] = { GGML_TYPE_F32, GGML_TYPE_F16, GGML_TYPE_BF16 };
-
-enum layout { CONTIG, TRANSPOSED, PERMUTED };
-
-static struct ggml_tensor * make_input(struct to_env * e, enum layout l, enum ggml_type type, const int64_t ne[4]) {
-    switch (l) {
-    case TRANSPOSED: return to_new_transposed(e, type, ne[0], ne[1], ne[2], ne[3]);
-    case PERMUTED:   return to_new_permuted(e, type, ne[0], ne[1], ne[2], ne[3]);
-    default:         return to_new(e, type, ne[0], ne[1], ne[2], ne[3]);
-    }
-}
-
-/* the kernel rounds its float result to the type; F32 allows a few ulps of the function */
-static double tol_for(enum ggml_type t) {
-    return t == GGML_TYPE_F32 ? 2e-6 : tu_tol(t);
-}
-
-/* how: 0 ggml_<op>, 1 ggml_<op>_inplace, 2 ggml_unary, 3 ggml_unary_inplace */
-static void run_eop(const struct eop * u, enum ggml_type type, const int64_t ne[4], enum layout l, int how,
-                    int n_threads, uint64_t salt) {
-    struct to_env e;
-    to_begin(&e);
-    struct tu_rng rng = tu_rng_new(salt);
-    struct ggml_tensor * a = make_input(&e, l, type, ne);
-    tu_fill(a, &rng, u->lo, u->hi);
-    double * va = to_values(a);
-
-    struct ggml_tensor * r;
-    if (how == 2 || how == 3) {
-        r = how == 2 ? ggml_unary(e.ctx, a, u->uop) : ggml_unary_inplace(e.ctx, a, u->uop);
-    } else {
-        r = how == 0 ? u->make(e.ctx, a) : u->make_inplace(e.ctx, a);
-    }
-    cr_assert_not_null(r, "%s: %s", u->name, ggmlx_last_error());
-    cr_assert_eq(r->op, u->op, "%s: op %s", u->name, ggml_op_name(r->op));
-    cr_assert_eq(r->type, type);
-    cr_assert_eq(r->src[0], a);
-    if (u->op == GGML_OP_UNARY) {
-        cr_assert_eq(r->op_params[0], (int32_t) u->uop, "op_params[0] must hold the unary op");
-        cr_assert_eq(ggml_get_unary_op(r), u->uop);
-    }
-    const bool inplace = how == 1 || how == 3;
-    if (inplace) {
-        cr_assert_eq(r->data, a->data);
-        cr_assert_eq(r->view_src, a->view_src != NULL ? a->view_src : a);
-    } else {
-        to_alloc(&e, r);
-    }
-    to_compute(&e, r, n_threads);
-
-    const size_t n = (size_t) ggml_nelements(r);
-    double * want = (double *) malloc(n * sizeof(double));
-    for (size_t i = 0; i < n; i++) {
-        want[i] = u->ref(va[i]);
-    }
-    char what[128];
-    snprintf(what, sizeof what, "%s %s [%lld,%lld,%lld,%lld] layout %d how %d threads %d", u->name,
-             ggml_type_name(type), (long long) ne[0], (long long) ne[1], (long long) ne[2], (long long) ne[3], (int) l,
-             how, n_threads);
-    to_check(r, want, tol_for(type), what);
-    if (!inplace) {
-        to_check(a, va, 0.0, "input must be unchanged");
-    }
-    free(want);
-    free(va);
-    to_end(&e);
-}
 
 Test(elem2, every_op_f32_all_sizes) {
     for (int k = 0; k < N_EOPS; k++) {
         for (int s = 0; s < TU_N_SIZES; s++) {
             const int64_t ne[4] = { TU_SIZES[s], TU_SIZES[s] >= 1023 ? 1 : 3, 2, 1 };
-            run_eop(&EOPS[k], GGML_TYPE_F32, ne, CONTIG, 0, 1, (uint64_t) (k * 100 + s));
+            run_unary_case(&EOPS[k], GGML_TYPE_F32, ne, CONTIG, 0, 1, (uint64_t) (k * 100 + s));
         }
     }
 }
@@ -129,7 +49,7 @@ Test(elem2, every_op_f16_bf16) {
     for (int k = 0; k < N_EOPS; k++) {
         for (int t = 1; t < 3; t++) {
             const int64_t ne[4] = { 33, 4, 1, 2 };
-            run_eop(&EOPS[k], FTYPES[t], ne, CONTIG, 0, 1, (uint64_t) (1000 + k * 10 + t));
+            run_unary_case(&EOPS[k], FTYPES[t], ne, CONTIG, 0, 1, (uint64_t) (1000 + k * 10 + t));
         }
     }
 }
@@ -138,8 +58,8 @@ Test(elem2, transposed_and_permuted_inputs) {
     const int64_t ne[4] = { 31, 32, 2, 3 };
     for (int k = 0; k < N_EOPS; k++) {
         for (int t = 0; t < 3; t++) {
-            run_eop(&EOPS[k], FTYPES[t], ne, TRANSPOSED, 0, 1, (uint64_t) (2000 + k * 10 + t));
-            run_eop(&EOPS[k], FTYPES[t], ne, PERMUTED, 0, 1, (uint64_t) (2100 + k * 10 + t));
+            run_unary_case(&EOPS[k], FTYPES[t], ne, TRANSPOSED, 0, 1, (uint64_t) (2000 + k * 10 + t));
+            run_unary_case(&EOPS[k], FTYPES[t], ne, PERMUTED, 0, 1, (uint64_t) (2100 + k * 10 + t));
         }
     }
 }
@@ -148,12 +68,12 @@ Test(elem2, inplace_and_by_enum) {
     const int64_t ne[4] = { 33, 5, 1, 1 };
     for (int k = 0; k < N_EOPS; k++) {
         if (EOPS[k].make_inplace != NULL) {
-            run_eop(&EOPS[k], GGML_TYPE_F32, ne, CONTIG, 1, 1, (uint64_t) (3000 + k));
-            run_eop(&EOPS[k], GGML_TYPE_BF16, ne, TRANSPOSED, 1, 1, (uint64_t) (3100 + k));
+            run_unary_case(&EOPS[k], GGML_TYPE_F32, ne, CONTIG, 1, 1, (uint64_t) (3000 + k));
+            run_unary_case(&EOPS[k], GGML_TYPE_BF16, ne, TRANSPOSED, 1, 1, (uint64_t) (3100 + k));
         }
         if (EOPS[k].op == GGML_OP_UNARY) {
-            run_eop(&EOPS[k], GGML_TYPE_F16, ne, CONTIG, 2, 1, (uint64_t) (3200 + k));
-            run_eop(&EOPS[k], GGML_TYPE_F32, ne, PERMUTED, 3, 1, (uint64_t) (3300 + k));
+            run_unary_case(&EOPS[k], GGML_TYPE_F16, ne, CONTIG, 2, 1, (uint64_t) (3200 + k));
+            run_unary_case(&EOPS[k], GGML_TYPE_F32, ne, PERMUTED, 3, 1, (uint64_t) (3300 + k));
         }
     }
 }
@@ -161,8 +81,8 @@ Test(elem2, inplace_and_by_enum) {
 Test(elem2, multithreaded_large) {
     const int64_t ne[4] = { 4097, 3, 1, 1 };
     for (int k = 0; k < N_EOPS; k++) {
-        run_eop(&EOPS[k], GGML_TYPE_F32, ne, CONTIG, 0, 4, (uint64_t) (4000 + k));
-        run_eop(&EOPS[k], GGML_TYPE_F16, ne, CONTIG, 0, 3, (uint64_t) (4100 + k));
+        run_unary_case(&EOPS[k], GGML_TYPE_F32, ne, CONTIG, 0, 4, (uint64_t) (4000 + k));
+        run_unary_case(&EOPS[k], GGML_TYPE_F16, ne, CONTIG, 0, 3, (uint64_t) (4100 + k));
     }
 }
 

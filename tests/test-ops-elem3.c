@@ -4,25 +4,9 @@
  * types, sizes, transposed and permuted inputs, threads, in-place, op_params layouts as upstream,
  * and rejection of bad arguments.
  */
-#include "test-ops-common.h"
+#include "test-ops-elementwise.h"
 
 #include "ggml-backend.h"
-
-static const enum ggml_type FTYPES[] = { GGML_TYPE_F32, GGML_TYPE_F16, GGML_TYPE_BF16 };
-
-enum layout { CONTIG, TRANSPOSED, PERMUTED };
-
-static struct ggml_tensor * make_input(struct to_env * e, enum layout l, enum ggml_type type, const int64_t ne[4]) {
-    switch (l) {
-    case TRANSPOSED: return to_new_transposed(e, type, ne[0], ne[1], ne[2], ne[3]);
-    case PERMUTED:   return to_new_permuted(e, type, ne[0], ne[1], ne[2], ne[3]);
-    default:         return to_new(e, type, ne[0], ne[1], ne[2], ne[3]);
-    }
-}
-
-static double tol_for(enum ggml_type t) {
-    return t == GGML_TYPE_F32 ? 2e-6 : tu_tol(t);
-}
 
 static float param_f32(const struct ggml_tensor * t, int i) {
     float v;

@@ -3,11 +3,9 @@
  * references: float types, contiguous and permuted inputs, sizes, threads, in-place, op_params
  * layouts, and rejection of bad arguments.
  */
-#include "test-ops-common.h"
+#include "test-ops-elementwise.h"
 
-typedef struct ggml_tensor * (*unary_ctor)(struct ggml_context *, struct ggml_tensor *);
 
-static double ref_sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }
 
 /* 0.5 x (1 + tanh(y)) as x / (1 + exp(-2y)), which does not cancel for negative x */
 static double ref_gelu(double x) {
@@ -22,17 +20,7 @@ static double ref_relu(double x) { return x > 0 ? x : 0.0; }
 static double ref_neg(double x) { return -x; }
 static double ref_sqr(double x) { return x * x; }
 
-struct uop {
-    const char *        name;
-    enum ggml_unary_op  uop;      /* GGML_UNARY_OP_COUNT: not a GGML_OP_UNARY op */
-    enum ggml_op        op;
-    unary_ctor          make;
-    unary_ctor          make_inplace;
-    double            (*ref)(double);
-    float               lo, hi;   /* input range */
-};
-
-static const struct uop UOPS[] = {
+static const struct unary_case UOPS[] = {
     { "ggml_abs",      GGML_UNARY_OP_ABS,      GGML_OP_UNARY, ggml_abs,      ggml_abs_inplace,      fabs,         -4, 4 },
     { "ggml_neg",      GGML_UNARY_OP_NEG,      GGML_OP_UNARY, ggml_neg,      ggml_neg_inplace,      ref_neg,      -4, 4 },
     { "ggml_tanh",     GGML_UNARY_OP_TANH,     GGML_OP_UNARY, ggml_tanh,     ggml_tanh_inplace,     tanh,         -4, 4 },
@@ -47,80 +35,12 @@ static const struct uop UOPS[] = {
 };
 #define N_UOPS ((int) (sizeof(UOPS) / sizeof(UOPS[0])))
 
-static const enum ggml_type FTYPES[] = { GGML_TYPE_F32, GGML_TYPE_F16, GGML_TYPE_BF16 };
-
-enum layout { CONTIG, TRANSPOSED, PERMUTED };
-
-static struct ggml_tensor * make_input(struct to_env * e, enum layout l, enum ggml_type type, const int64_t ne[4]) {
-    switch (l) {
-    case TRANSPOSED: return to_new_transposed(e, type, ne[0], ne[1], ne[2], ne[3]);
-    case PERMUTED:   return to_new_permuted(e, type, ne[0], ne[1], ne[2], ne[3]);
-    default:         return to_new(e, type, ne[0], ne[1], ne[2], ne[3]);
-    }
-}
-
-/*
- * The float kernel rounds its result to the type; the reference is the exact function of the
- * stored input. F32 allows a few float ulps of the function itself.
- */
-static double tol_for(enum ggml_type t) {
-    return t == GGML_TYPE_F32 ? 2e-6 : tu_tol(t);
-}
-
-/* how: 0 ggml_<op>, 1 ggml_<op>_inplace, 2 ggml_unary, 3 ggml_unary_inplace */
-static void run_unary(const struct uop * u, enum ggml_type type, const int64_t ne[4], enum layout l, int how,
-                      int n_threads, uint64_t salt) {
-    struct to_env e;
-    to_begin(&e);
-    struct tu_rng rng = tu_rng_new(salt);
-    struct ggml_tensor * a = make_input(&e, l, type, ne);
-    tu_fill(a, &rng, u->lo, u->hi);
-    double * va = to_values(a);
-
-    struct ggml_tensor * r;
-    if (how == 2 || how == 3) {
-        r = how == 2 ? ggml_unary(e.ctx, a, u->uop) : ggml_unary_inplace(e.ctx, a, u->uop);
-    } else {
-        r = how == 0 ? u->make(e.ctx, a) : u->make_inplace(e.ctx, a);
-    }
-    cr_assert_not_null(r, "%s: %s", u->name, ggmlx_last_error());
-    cr_assert_eq(r->op, u->op);
-    cr_assert_eq(r->type, type);
-    if (u->op == GGML_OP_UNARY) {
-        cr_assert_eq(r->op_params[0], (int32_t) u->uop, "op_params[0] must hold the unary op");
-        cr_assert_eq(ggml_get_unary_op(r), u->uop);
-    }
-    const bool inplace = how == 1 || how == 3;
-    if (inplace) {
-        cr_assert_eq(r->data, a->data);
-    } else {
-        to_alloc(&e, r);
-    }
-    to_compute(&e, r, n_threads);
-
-    const size_t n = (size_t) ggml_nelements(r);
-    double * want = (double *) malloc(n * sizeof(double));
-    for (size_t i = 0; i < n; i++) {
-        want[i] = u->ref(va[i]);
-    }
-    char what[128];
-    snprintf(what, sizeof what, "%s %s [%lld,%lld,%lld,%lld] layout %d how %d threads %d", u->name,
-             ggml_type_name(type), (long long) ne[0], (long long) ne[1], (long long) ne[2], (long long) ne[3], (int) l,
-             how, n_threads);
-    to_check(r, want, tol_for(type), what);
-    if (!inplace) {
-        to_check(a, va, 0.0, "input must be unchanged");
-    }
-    free(want);
-    free(va);
-    to_end(&e);
-}
 
 Test(unary, every_op_f32_all_sizes) {
     for (int k = 0; k < N_UOPS; k++) {
         for (int s = 0; s < TU_N_SIZES; s++) {
             const int64_t ne[4] = { TU_SIZES[s], TU_SIZES[s] >= 1023 ? 1 : 3, 2, 1 };
-            run_unary(&UOPS[k], GGML_TYPE_F32, ne, CONTIG, 0, 1, (uint64_t) (k * 100 + s));
+            run_unary_case(&UOPS[k], GGML_TYPE_F32, ne, CONTIG, 0, 1, (uint64_t) (k * 100 + s));
         }
     }
 }
@@ -129,7 +49,7 @@ Test(unary, every_op_f16_bf16) {
     for (int k = 0; k < N_UOPS; k++) {
         for (int t = 1; t < 3; t++) {
             const int64_t ne[4] = { 33, 4, 1, 2 };
-            run_unary(&UOPS[k], FTYPES[t], ne, CONTIG, 0, 1, (uint64_t) (1000 + k * 10 + t));
+            run_unary_case(&UOPS[k], FTYPES[t], ne, CONTIG, 0, 1, (uint64_t) (1000 + k * 10 + t));
         }
     }
 }
@@ -138,8 +58,8 @@ Test(unary, transposed_and_permuted_inputs) {
     const int64_t ne[4] = { 31, 32, 2, 3 };
     for (int k = 0; k < N_UOPS; k++) {
         for (int t = 0; t < 3; t++) {
-            run_unary(&UOPS[k], FTYPES[t], ne, TRANSPOSED, 0, 1, (uint64_t) (2000 + k * 10 + t));
-            run_unary(&UOPS[k], FTYPES[t], ne, PERMUTED, 0, 1, (uint64_t) (2100 + k * 10 + t));
+            run_unary_case(&UOPS[k], FTYPES[t], ne, TRANSPOSED, 0, 1, (uint64_t) (2000 + k * 10 + t));
+            run_unary_case(&UOPS[k], FTYPES[t], ne, PERMUTED, 0, 1, (uint64_t) (2100 + k * 10 + t));
         }
     }
 }
@@ -147,11 +67,11 @@ Test(unary, transposed_and_permuted_inputs) {
 Test(unary, inplace_and_by_enum) {
     const int64_t ne[4] = { 33, 5, 1, 1 };
     for (int k = 0; k < N_UOPS; k++) {
-        run_unary(&UOPS[k], GGML_TYPE_F32, ne, CONTIG, 1, 1, (uint64_t) (3000 + k));
-        run_unary(&UOPS[k], GGML_TYPE_BF16, ne, TRANSPOSED, 1, 1, (uint64_t) (3100 + k));
+        run_unary_case(&UOPS[k], GGML_TYPE_F32, ne, CONTIG, 1, 1, (uint64_t) (3000 + k));
+        run_unary_case(&UOPS[k], GGML_TYPE_BF16, ne, TRANSPOSED, 1, 1, (uint64_t) (3100 + k));
         if (UOPS[k].op == GGML_OP_UNARY) {
-            run_unary(&UOPS[k], GGML_TYPE_F16, ne, CONTIG, 2, 1, (uint64_t) (3200 + k));
-            run_unary(&UOPS[k], GGML_TYPE_F32, ne, PERMUTED, 3, 1, (uint64_t) (3300 + k));
+            run_unary_case(&UOPS[k], GGML_TYPE_F16, ne, CONTIG, 2, 1, (uint64_t) (3200 + k));
+            run_unary_case(&UOPS[k], GGML_TYPE_F32, ne, PERMUTED, 3, 1, (uint64_t) (3300 + k));
         }
     }
 }
@@ -159,8 +79,8 @@ Test(unary, inplace_and_by_enum) {
 Test(unary, multithreaded_large) {
     const int64_t ne[4] = { 4097, 2, 1, 1 };
     for (int k = 0; k < N_UOPS; k++) {
-        run_unary(&UOPS[k], GGML_TYPE_F32, ne, CONTIG, 0, 4, (uint64_t) (4000 + k));
-        run_unary(&UOPS[k], GGML_TYPE_F16, ne, CONTIG, 0, 3, (uint64_t) (4100 + k));
+        run_unary_case(&UOPS[k], GGML_TYPE_F32, ne, CONTIG, 0, 4, (uint64_t) (4000 + k));
+        run_unary_case(&UOPS[k], GGML_TYPE_F16, ne, CONTIG, 0, 3, (uint64_t) (4100 + k));
     }
 }
 
