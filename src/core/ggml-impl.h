@@ -137,6 +137,10 @@ struct ggml_tensor * ggmlx_new_tensor_impl(struct ggml_context * ctx, enum ggml_
                                            const int64_t * ne, struct ggml_tensor * view_src, size_t view_offs,
                                            const char * func);
 
+/* diag_mask_inf / diag_mask_zero (op): op_params i32 [0] n_past, as upstream */
+struct ggml_tensor * ggmlx_diag_mask_impl(struct ggml_context * ctx, struct ggml_tensor * a, int n_past,
+                                          enum ggml_op op, bool inplace, const char * func);
+
 /* A new op result: like a, or a view of a for in-place ops. */
 struct ggml_tensor * ggmlx_new_result(struct ggml_context * ctx, struct ggml_tensor * a, bool inplace, const char * func);
 

@@ -39,39 +39,14 @@ struct ggml_tensor * ggml_out_prod(struct ggml_context * ctx, struct ggml_tensor
     return result;
 }
 
-/* op_params: i32 [0] n_past, as upstream */
-static struct ggml_tensor * diag_mask_zero_impl(struct ggml_context * ctx, struct ggml_tensor * a, int n_past,
-                                                bool inplace, const char * func) {
-    if (a == NULL) {
-        ggmlx_ctx_fail(ctx, func, "tensor argument 'a' is NULL");
-        return NULL;
-    }
-    if (a->type != GGML_TYPE_F32) {
-        ggmlx_ctx_fail(ctx, func, "a must be F32, got %s", GGMLX_SHAPE(a));
-        return NULL;
-    }
-    if (n_past < 0) {
-        ggmlx_ctx_fail(ctx, func, "n_past must be >= 0, got %d", n_past);
-        return NULL;
-    }
-    struct ggml_tensor * result = ggmlx_new_result(ctx, a, inplace, func);
-    if (result == NULL) {
-        return NULL;
-    }
-    ggmlx_set_op_params_i32(result, 0, n_past);
-    result->op     = GGML_OP_DIAG_MASK_ZERO;
-    result->src[0] = a;
-    return result;
-}
-
 struct ggml_tensor * ggml_diag_mask_zero(struct ggml_context * ctx, struct ggml_tensor * a, int n_past) {
     GGMLX_CTX_CHECK(ctx);
-    return diag_mask_zero_impl(ctx, a, n_past, false, __func__);
+    return ggmlx_diag_mask_impl(ctx, a, n_past, GGML_OP_DIAG_MASK_ZERO, false, __func__);
 }
 
 struct ggml_tensor * ggml_diag_mask_zero_inplace(struct ggml_context * ctx, struct ggml_tensor * a, int n_past) {
     GGMLX_CTX_CHECK(ctx);
-    return diag_mask_zero_impl(ctx, a, n_past, true, __func__);
+    return ggmlx_diag_mask_impl(ctx, a, n_past, GGML_OP_DIAG_MASK_ZERO, true, __func__);
 }
 
 /* F32 [ceil((stop - start) / step)]; op_params f32 [0] start, [1] stop, [2] step, as upstream */

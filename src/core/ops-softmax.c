@@ -69,8 +69,8 @@ struct ggml_tensor * ggml_soft_max_ext_inplace(struct ggml_context * ctx, struct
     return soft_max_impl(ctx, a, mask, scale, max_bias, true, __func__);
 }
 
-static struct ggml_tensor * diag_mask_inf_impl(struct ggml_context * ctx, struct ggml_tensor * a, int n_past,
-                                               bool inplace, const char * func) {
+struct ggml_tensor * ggmlx_diag_mask_impl(struct ggml_context * ctx, struct ggml_tensor * a, int n_past,
+                                          enum ggml_op op, bool inplace, const char * func) {
     if (a == NULL) {
         ggmlx_ctx_fail(ctx, func, "tensor argument 'a' is NULL");
         return NULL;
@@ -88,17 +88,17 @@ static struct ggml_tensor * diag_mask_inf_impl(struct ggml_context * ctx, struct
         return NULL;
     }
     ggmlx_set_op_params_i32(result, 0, n_past);
-    result->op     = GGML_OP_DIAG_MASK_INF;
+    result->op     = op;
     result->src[0] = a;
     return result;
 }
 
 struct ggml_tensor * ggml_diag_mask_inf(struct ggml_context * ctx, struct ggml_tensor * a, int n_past) {
     GGMLX_CTX_CHECK(ctx);
-    return diag_mask_inf_impl(ctx, a, n_past, false, __func__);
+    return ggmlx_diag_mask_impl(ctx, a, n_past, GGML_OP_DIAG_MASK_INF, false, __func__);
 }
 
 struct ggml_tensor * ggml_diag_mask_inf_inplace(struct ggml_context * ctx, struct ggml_tensor * a, int n_past) {
     GGMLX_CTX_CHECK(ctx);
-    return diag_mask_inf_impl(ctx, a, n_past, true, __func__);
+    return ggmlx_diag_mask_impl(ctx, a, n_past, GGML_OP_DIAG_MASK_INF, true, __func__);
 }
