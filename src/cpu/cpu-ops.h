@@ -85,6 +85,8 @@ void ggmlx_cpu_group_norm(const struct ggmlx_cpu_params * params, struct ggml_te
 
 /* ops-softmax.c: SOFT_MAX (with mask, scale, ALiBi), DIAG_MASK_INF */
 void ggmlx_cpu_soft_max     (const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
+/* DIAG_MASK_*: columns past n_past + row become fill */
+void ggmlx_cpu_diag_mask(const struct ggmlx_cpu_params * params, struct ggml_tensor * dst, float fill);
 void ggmlx_cpu_diag_mask_inf(const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
 
 /* ops-rope.c: ROPE (normal and NEOX) */

@@ -95,29 +95,7 @@ void ggmlx_cpu_out_prod(const struct ggmlx_cpu_params * params, struct ggml_tens
 /* ---- DIAG_MASK_ZERO ------------------------------------------------------------------------ */
 
 void ggmlx_cpu_diag_mask_zero(const struct ggmlx_cpu_params * params, struct ggml_tensor * dst) {
-    const struct ggml_tensor * src = dst->src[0];
-    const int64_t n_past = ggmlx_get_op_params_i32(dst, 0);
-    const int64_t ne0 = src->ne[0], ne1 = src->ne[1], ne2 = src->ne[2];
-    const size_t  snb0 = src->nb[0], dnb0 = dst->nb[0];
-
-    int64_t r0, r1;
-    ggmlx_cpu_split_rows(params, src->ne[1] * src->ne[2] * src->ne[3], &r0, &r1);
-
-    for (int64_t r = r0; r < r1; r++) {
-        const int64_t i1 = r % ne1, i2 = (r / ne1) % ne2, i3 = r / (ne1 * ne2);
-        const char * s = ROW_PTR(src, i1, i2, i3);
-        char       * d = ROW_PTR(dst, i1, i2, i3);
-        /* row i1 keeps columns 0 .. n_past + i1 */
-        const int64_t keep = n_past + i1 + 1 < ne0 ? n_past + i1 + 1 : ne0;
-        if (s != d || snb0 != dnb0) {
-            for (int64_t i = 0; i < keep; i++) {
-                *(float *)(d + i * dnb0) = *(const float *)(s + i * snb0);
-            }
-        }
-        for (int64_t i = keep; i < ne0; i++) {
-            *(float *)(d + i * dnb0) = 0.0f;
-        }
-    }
+    ggmlx_cpu_diag_mask(params, dst, 0.0f);
 }
 
 /* ---- ARANGE -------------------------------------------------------------------------------- */

@@ -81,7 +81,8 @@ void ggmlx_cpu_soft_max(const struct ggmlx_cpu_params * params, struct ggml_tens
     }
 }
 
-void ggmlx_cpu_diag_mask_inf(const struct ggmlx_cpu_params * params, struct ggml_tensor * dst) {
+/* rows keep columns 0 .. n_past + row; the rest become fill (DIAG_MASK_INF and DIAG_MASK_ZERO) */
+void ggmlx_cpu_diag_mask(const struct ggmlx_cpu_params * params, struct ggml_tensor * dst, float fill) {
     const struct ggml_tensor * src = dst->src[0];
     const int64_t n_past = ggmlx_get_op_params_i32(dst, 0);
     const int64_t ne0 = src->ne[0], ne1 = src->ne[1], ne2 = src->ne[2];
@@ -94,7 +95,6 @@ void ggmlx_cpu_diag_mask_inf(const struct ggmlx_cpu_params * params, struct ggml
         const int64_t i1 = r % ne1, i2 = (r / ne1) % ne2, i3 = r / (ne1 * ne2);
         const char * s = ROW_PTR(src, i1, i2, i3);
         char       * d = ROW_PTR(dst, i1, i2, i3);
-        /* row i1 sees columns 0 .. n_past + i1 */
         const int64_t keep = n_past + i1 + 1 < ne0 ? n_past + i1 + 1 : ne0;
         if (s != d || snb0 != dnb0) {
             for (int64_t i = 0; i < keep; i++) {
@@ -102,7 +102,11 @@ void ggmlx_cpu_diag_mask_inf(const struct ggmlx_cpu_params * params, struct ggml
             }
         }
         for (int64_t i = keep; i < ne0; i++) {
-            *(float *)(d + i * dnb0) = -INFINITY;
+            *(float *)(d + i * dnb0) = fill;
         }
     }
+}
+
+void ggmlx_cpu_diag_mask_inf(const struct ggmlx_cpu_params * params, struct ggml_tensor * dst) {
+    ggmlx_cpu_diag_mask(params, dst, -INFINITY);
 }
