@@ -86,6 +86,9 @@ void ggmlx_cpu_group_norm(const struct ggmlx_cpu_params * params, struct ggml_te
 /* ops-softmax.c: SOFT_MAX (with mask, scale, ALiBi), DIAG_MASK_INF */
 void ggmlx_cpu_soft_max     (const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
 /* DIAG_MASK_*: columns past n_past + row become fill */
+/* dst = src * s + b row by row, any float types and strides (SCALE, ADD1) */
+void ggmlx_cpu_affine(const struct ggmlx_cpu_params * params, struct ggml_tensor * dst, const struct ggml_tensor * src,
+                      float s, float b);
 void ggmlx_cpu_diag_mask(const struct ggmlx_cpu_params * params, struct ggml_tensor * dst, float fill);
 void ggmlx_cpu_diag_mask_inf(const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
 

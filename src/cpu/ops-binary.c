@@ -66,31 +66,8 @@ void ggmlx_cpu_binary(const struct ggmlx_cpu_params * params, struct ggml_tensor
     }
 }
 
-/* ADD1: dst = src0 + the one element of src1, any float types, any strides */
+/* ADD1: dst = src0 + the one element of src1 (x * 1 is exact, so this is x + y), any strides */
 void ggmlx_cpu_add1(const struct ggmlx_cpu_params * params, struct ggml_tensor * dst) {
-    const struct ggml_tensor * a = dst->src[0];
     const struct ggml_tensor * b = dst->src[1];
-    const float y = ggmlx_load_f(b->type, (const char *) b->data);
-    const bool fast = ggmlx_f32_rows(dst) && ggmlx_f32_rows(a);
-    const int64_t ne0 = dst->ne[0];
-
-    int64_t r0, r1;
-    ggmlx_cpu_split_rows(params, ggml_nrows(dst), &r0, &r1);
-    for (int64_t ir = r0; ir < r1; ir++) {
-        int64_t i1, i2, i3;
-        ggmlx_row_coords(dst, ir, &i1, &i2, &i3);
-        char       * pd = (char *) dst->data + ggmlx_offset(dst, 0, i1, i2, i3);
-        const char * pa = (const char *) a->data + ggmlx_offset(a, 0, i1, i2, i3);
-        if (fast) {
-            float * d = (float *) pd;
-            const float * x = (const float *) pa;
-            for (int64_t i0 = 0; i0 < ne0; i0++) {
-                d[i0] = x[i0] + y;
-            }
-            continue;
-        }
-        for (int64_t i0 = 0; i0 < ne0; i0++) {
-            ggmlx_store_f(dst->type, pd + i0 * dst->nb[0], ggmlx_load_f(a->type, pa + i0 * a->nb[0]) + y);
-        }
-    }
+    ggmlx_cpu_affine(params, dst, dst->src[0], 1.0f, ggmlx_load_f(b->type, (const char *) b->data));
 }

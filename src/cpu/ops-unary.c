@@ -137,11 +137,8 @@ void ggmlx_cpu_unary(const struct ggmlx_cpu_params * params, struct ggml_tensor 
     }
 }
 
-/* dst = src * op_params[0] + op_params[1] (the bias is 0 for ggml_scale) */
-void ggmlx_cpu_scale(const struct ggmlx_cpu_params * params, struct ggml_tensor * dst) {
-    const struct ggml_tensor * src = dst->src[0];
-    const float s = ggmlx_get_op_params_f32(dst, 0);
-    const float b = ggmlx_get_op_params_f32(dst, 1);
+void ggmlx_cpu_affine(const struct ggmlx_cpu_params * params, struct ggml_tensor * dst, const struct ggml_tensor * src,
+                      float s, float b) {
     const bool fast = ggmlx_f32_rows(dst) && ggmlx_f32_rows(src);
     const int64_t ne0 = dst->ne[0];
 
@@ -165,6 +162,11 @@ void ggmlx_cpu_scale(const struct ggmlx_cpu_params * params, struct ggml_tensor 
             ggmlx_store_f(dst->type, pd + i0 * dst->nb[0], x * s + b);
         }
     }
+}
+
+/* dst = src * op_params[0] + op_params[1] (the bias is 0 for ggml_scale) */
+void ggmlx_cpu_scale(const struct ggmlx_cpu_params * params, struct ggml_tensor * dst) {
+    ggmlx_cpu_affine(params, dst, dst->src[0], ggmlx_get_op_params_f32(dst, 0), ggmlx_get_op_params_f32(dst, 1));
 }
 
 /* ---- the ops with float parameters: CLAMP, LEAKY_RELU, UNARY XIELU -------------------------- */
