@@ -137,6 +137,20 @@ struct ggml_tensor * ggmlx_new_tensor_impl(struct ggml_context * ctx, enum ggml_
                                            const int64_t * ne, struct ggml_tensor * view_src, size_t view_offs,
                                            const char * func);
 
+/* t (argument `name` of func) is a tensor of type F32; else error recorded, ctx failed, false */
+static inline bool ggmlx_require_f32(struct ggml_context * ctx, const struct ggml_tensor * t, const char * name,
+                                     const char * func) {
+    if (t == NULL) {
+        ggmlx_ctx_fail(ctx, func, "tensor argument '%s' is NULL", name);
+        return false;
+    }
+    if (t->type != GGML_TYPE_F32) {
+        ggmlx_ctx_fail(ctx, func, "%s must be F32, got %s", name, GGMLX_SHAPE(t));
+        return false;
+    }
+    return true;
+}
+
 /* diag_mask_inf / diag_mask_zero (op): op_params i32 [0] n_past, as upstream */
 struct ggml_tensor * ggmlx_diag_mask_impl(struct ggml_context * ctx, struct ggml_tensor * a, int n_past,
                                           enum ggml_op op, bool inplace, const char * func);

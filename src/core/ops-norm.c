@@ -6,12 +6,7 @@
 
 static struct ggml_tensor * norm_impl(struct ggml_context * ctx, struct ggml_tensor * a, float eps, bool inplace,
                                       enum ggml_op op, const char * func) {
-    if (a == NULL) {
-        ggmlx_ctx_fail(ctx, func, "tensor argument 'a' is NULL");
-        return NULL;
-    }
-    if (a->type != GGML_TYPE_F32) {
-        ggmlx_ctx_fail(ctx, func, "a must be F32, got %s", GGMLX_SHAPE(a));
+    if (!ggmlx_require_f32(ctx, a, "a", func)) {
         return NULL;
     }
     /* a negative or NaN eps would make the square root undefined for a constant row */
@@ -62,12 +57,7 @@ struct ggml_tensor * ggml_l2_norm_inplace(struct ggml_context * ctx, struct ggml
 /* op_params as upstream: i32 [0] n_groups, f32 [1] eps */
 static struct ggml_tensor * group_norm_impl(struct ggml_context * ctx, struct ggml_tensor * a, int n_groups, float eps,
                                             bool inplace, const char * func) {
-    if (a == NULL) {
-        ggmlx_ctx_fail(ctx, func, "tensor argument 'a' is NULL");
-        return NULL;
-    }
-    if (a->type != GGML_TYPE_F32) {
-        ggmlx_ctx_fail(ctx, func, "a must be F32, got %s", GGMLX_SHAPE(a));
+    if (!ggmlx_require_f32(ctx, a, "a", func)) {
         return NULL;
     }
     if (n_groups < 1) {

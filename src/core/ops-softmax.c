@@ -5,12 +5,7 @@
 
 static struct ggml_tensor * soft_max_impl(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * mask,
                                           float scale, float max_bias, bool inplace, const char * func) {
-    if (a == NULL) {
-        ggmlx_ctx_fail(ctx, func, "tensor argument 'a' is NULL");
-        return NULL;
-    }
-    if (a->type != GGML_TYPE_F32) {
-        ggmlx_ctx_fail(ctx, func, "a must be F32, got %s", GGMLX_SHAPE(a));
+    if (!ggmlx_require_f32(ctx, a, "a", func)) {
         return NULL;
     }
     if (mask != NULL) {
@@ -71,12 +66,7 @@ struct ggml_tensor * ggml_soft_max_ext_inplace(struct ggml_context * ctx, struct
 
 struct ggml_tensor * ggmlx_diag_mask_impl(struct ggml_context * ctx, struct ggml_tensor * a, int n_past,
                                           enum ggml_op op, bool inplace, const char * func) {
-    if (a == NULL) {
-        ggmlx_ctx_fail(ctx, func, "tensor argument 'a' is NULL");
-        return NULL;
-    }
-    if (a->type != GGML_TYPE_F32) {
-        ggmlx_ctx_fail(ctx, func, "a must be F32, got %s", GGMLX_SHAPE(a));
+    if (!ggmlx_require_f32(ctx, a, "a", func)) {
         return NULL;
     }
     if (n_past < 0) {
