@@ -9,7 +9,7 @@
 #   build        Release, GGML_CUDA=ON, CMAKE_CUDA_ARCHITECTURES=90, no tests (no Criterion there),
 #                into build-gpu/ (a carried folder configured the same way for this checkout is reused)
 #   devices      ggml-devices: the registry must show a CUDA device
-#   conformance  ggml-conformance on every device, GGMLX_TEST_REQUIRE_CUDA=1 (a skip on CUDA fails)
+#   conformance  ggml-conformance on every device, GGMLX_TEST_REQUIRE_CUDA=1 (a skip on CUDA of a case it claims fails)
 #   bench-cuda   bandwidth and mul_mat against a device copy and cuBLAS (markdown + JSON)
 #   demo         ggml-demo on the best device
 #   sanitizer    compute-sanitizer memcheck over ggml-conformance --device CUDA0 on a few filters
