@@ -121,6 +121,21 @@ static double time_graph(struct ggml_cgraph * gf, int n_threads, int runs) {
     return best;
 }
 
+/* one row per thread count (1, 2): work units per run over the time, in billions of unit; 1 on failure */
+static int time_rate(struct ggml_cgraph * gf, int runs, const char * name, const char * shape, double work,
+                     const char * unit) {
+    int rc = 0;
+    for (int nt = 1; nt <= 2; nt++) {
+        const double t = time_graph(gf, nt, runs);
+        if (t <= 0.0) {
+            rc = 1;
+            continue;
+        }
+        add_result(name, nt, work / t * 1e-9, unit, shape);
+    }
+    return rc;
+}
+
 static int bench_mul_mat(enum ggml_type type, int64_t K, int64_t N, int64_t M, int runs) {
     const size_t mem = ggml_row_size(type, K) * (size_t)N + (size_t)(K + N) * (size_t)M * sizeof(float) +
                        16 * ggml_tensor_overhead() + ggml_graph_overhead() + (1u << 20);
@@ -147,15 +162,7 @@ static int bench_mul_mat(enum ggml_type type, int64_t K, int64_t N, int64_t M, i
     snprintf(name, sizeof name, "mul_mat_%s", ggml_type_name(type));
     snprintf(shape, sizeof shape, "%lldx%lld * %lldx%lld", (long long)N, (long long)K, (long long)K, (long long)M);
     const double flops = 2.0 * (double)K * (double)N * (double)M;
-    int rc = 0;
-    for (int nt = 1; nt <= 2; nt++) {
-        const double t = time_graph(gf, nt, runs);
-        if (t <= 0.0) {
-            rc = 1;
-            continue;
-        }
-        add_result(name, nt, flops / t * 1e-9, "GFLOP/s", shape);
-    }
+    int rc = time_rate(gf, runs, name, shape, flops, "GFLOP/s");
     ggml_free(ctx);
     return rc;
 }
@@ -188,15 +195,7 @@ static int bench_mul_mat_vec(enum ggml_type type, int64_t K, int64_t N, int runs
     snprintf(name, sizeof name, "mul_mat_vec_%s", ggml_type_name(type));
     snprintf(shape, sizeof shape, "%lldx%lld * %lldx1 (%.0f MiB)", (long long)N, (long long)K, (long long)K,
              (double)wbytes / (1024.0 * 1024.0));
-    int rc = 0;
-    for (int nt = 1; nt <= 2; nt++) {
-        const double t = time_graph(gf, nt, runs);
-        if (t <= 0.0) {
-            rc = 1;
-            continue;
-        }
-        add_result(name, nt, (double)wbytes / t * 1e-9, "GB/s", shape);
-    }
+    int rc = time_rate(gf, runs, name, shape, (double)wbytes, "GB/s");
     ggml_free(ctx);
     return rc;
 }
@@ -299,15 +298,7 @@ static int bench_cpy(enum ggml_type ts, enum ggml_type td, int64_t n, int runs) 
     char name[48], shape[64];
     snprintf(name, sizeof name, "cpy_%s_%s", ggml_type_name(ts), ggml_type_name(td));
     snprintf(shape, sizeof shape, "%lld elements", (long long)n);
-    int rc = 0;
-    for (int nt = 1; nt <= 2; nt++) {
-        const double t = time_graph(gf, nt, runs);
-        if (t <= 0.0) {
-            rc = 1;
-            continue;
-        }
-        add_result(name, nt, (double)n / t * 1e-9, "Gelem/s", shape);
-    }
+    int rc = time_rate(gf, runs, name, shape, (double)n, "Gelem/s");
     ggml_free(ctx);
     return rc;
 }

@@ -158,6 +158,16 @@ static inline float mm_load_f(const char * row, int64_t i, enum ggml_type type) 
     return type == GGML_TYPE_F16 ? ggmlx_fp16_to_fp32(h) : ggmlx_bits_f32((uint32_t)h << 16);
 }
 
+/* the columns [i, K) that no vector step covered, added to four rows' sums */
+static inline void gemv4_tail(int64_t i, int64_t K, enum ggml_type type, const char * const * rows, const float * y,
+                              float * out) {
+    for (; i < K; i++) {
+        for (int r = 0; r < 4; r++) {
+            out[r] += mm_load_f(rows[r], i, type) * y[i];
+        }
+    }
+}
+
 static void gemv4_portable(int64_t K, enum ggml_type type, const char * const * rows, const float * y, float * out) {
     float acc[4][8];
     memset(acc, 0, sizeof acc);
@@ -505,12 +515,7 @@ __attribute__((target("avx512f"))) static inline void gemv4_avx512_t(int64_t K, 
     out[1] = _mm512_reduce_add_ps(_mm512_add_ps(a1, b1));
     out[2] = _mm512_reduce_add_ps(_mm512_add_ps(a2, b2));
     out[3] = _mm512_reduce_add_ps(_mm512_add_ps(a3, b3));
-    for (; i < K; i++) {
-        out[0] += mm_load_f(r0, i, type) * y[i];
-        out[1] += mm_load_f(r1, i, type) * y[i];
-        out[2] += mm_load_f(r2, i, type) * y[i];
-        out[3] += mm_load_f(r3, i, type) * y[i];
-    }
+    gemv4_tail(i, K, type, rows, y, out);
 }
 
 /* one instance per type, so the conversion is resolved at compile time */
@@ -574,12 +579,7 @@ __attribute__((target("avx2,fma,f16c"))) static inline void gemv4_avx2_t(int64_t
     out[1] = hsum_avx2(_mm256_add_ps(a1, b1));
     out[2] = hsum_avx2(_mm256_add_ps(a2, b2));
     out[3] = hsum_avx2(_mm256_add_ps(a3, b3));
-    for (; i < K; i++) {
-        out[0] += mm_load_f(r0, i, type) * y[i];
-        out[1] += mm_load_f(r1, i, type) * y[i];
-        out[2] += mm_load_f(r2, i, type) * y[i];
-        out[3] += mm_load_f(r3, i, type) * y[i];
-    }
+    gemv4_tail(i, K, type, rows, y, out);
 }
 
 __attribute__((target("avx2,fma,f16c"))) static void gemv4_avx2(int64_t K, enum ggml_type type, const char * const * rows,
