@@ -128,6 +128,24 @@ static inline enum ggml_status ggmlx_fail(char * err, size_t err_size, const cha
     return GGML_STATUS_FAILED;
 }
 
+/*
+ * The launch of an element kernel over cols x rows: *run false (and success) when there is
+ * nothing to compute; a failure naming `what` when no configuration fits the device limits.
+ */
+static inline enum ggml_status ggmlx_elem_launch(int64_t cols, int64_t rows, ggmlx_cuda_launch * l, bool * run,
+                                                 char * err, size_t err_size, const char * what) {
+    *run = cols != 0 && rows != 0;
+    if (!*run) {
+        return GGML_STATUS_SUCCESS;
+    }
+    const ggmlx_cuda_limits lim = ggmlx_limits();
+    if (!ggmlx_cuda_launch_elem(&lim, cols, rows, l)) {
+        *run = false;
+        return ggmlx_fail(err, err_size, what, "no launch configuration for this shape");
+    }
+    return GGML_STATUS_SUCCESS;
+}
+
 /* The check right after a launch: a bad configuration or a sticky error from earlier work. */
 static inline enum ggml_status ggmlx_after_launch(char * err, size_t err_size, const char * what) {
     const cudaError_t e = cudaGetLastError();

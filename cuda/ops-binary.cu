@@ -44,13 +44,11 @@ extern "C" enum ggml_status ggmlx_cuda_launch_binary(const struct ggmlx_cuda_exe
     ggmlx_cuda_tdesc_of(node->src[1], &b);
     ggmlx_cuda_tdesc_of(node, &dst);
     const int64_t nrows = dst.ne[1] * dst.ne[2] * dst.ne[3];
-    if (dst.ne[0] == 0 || nrows == 0) {
-        return GGML_STATUS_SUCCESS;
-    }
-    const ggmlx_cuda_limits lim = ggmlx_limits();
     ggmlx_cuda_launch l;
-    if (!ggmlx_cuda_launch_elem(&lim, dst.ne[0], nrows, &l)) {
-        return ggmlx_fail(err, err_size, node->name, "no launch configuration for this shape");
+    bool run;
+    const enum ggml_status st = ggmlx_elem_launch(dst.ne[0], nrows, &l, &run, err, err_size, node->name);
+    if (st != GGML_STATUS_SUCCESS || !run) {
+        return st;
     }
     const dim3 g = ggmlx_grid(l), t = ggmlx_block(l);
     switch (node->op) {

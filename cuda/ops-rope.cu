@@ -91,13 +91,11 @@ extern "C" enum ggml_status ggmlx_cuda_launch_rope(const struct ggmlx_cuda_exec 
 
     const int64_t nrows  = src.ne[1] * src.ne[2] * src.ne[3];
     const int64_t n_work = a.n_dims / 2 + (src.ne[0] - a.n_dims);
-    if (n_work == 0 || nrows == 0) {
-        return GGML_STATUS_SUCCESS;
-    }
-    const ggmlx_cuda_limits lim = ggmlx_limits();
     ggmlx_cuda_launch l;
-    if (!ggmlx_cuda_launch_elem(&lim, n_work, nrows, &l)) {
-        return ggmlx_fail(err, err_size, node->name, "no launch configuration for this shape");
+    bool run;
+    const enum ggml_status st = ggmlx_elem_launch(n_work, nrows, &l, &run, err, err_size, node->name);
+    if (st != GGML_STATUS_SUCCESS || !run) {
+        return st;
     }
     k_rope<<<ggmlx_grid(l), ggmlx_block(l), 0, ex->stream>>>(src, pos, ff, dst, a);
     return ggmlx_after_launch(err, err_size, "rope");

@@ -36,13 +36,11 @@ extern "C" enum ggml_status ggmlx_cuda_launch_get_rows(const struct ggmlx_cuda_e
     ggmlx_cuda_tdesc_of(node->src[1], &idx);
     ggmlx_cuda_tdesc_of(node, &dst);
     const int64_t nrows = dst.ne[1] * dst.ne[2] * dst.ne[3];
-    if (dst.ne[0] == 0 || nrows == 0) {
-        return GGML_STATUS_SUCCESS;
-    }
-    const ggmlx_cuda_limits lim = ggmlx_limits();
     ggmlx_cuda_launch l;
-    if (!ggmlx_cuda_launch_elem(&lim, dst.ne[0], nrows, &l)) {
-        return ggmlx_fail(err, err_size, node->name, "no launch configuration for this shape");
+    bool run;
+    const enum ggml_status st = ggmlx_elem_launch(dst.ne[0], nrows, &l, &run, err, err_size, node->name);
+    if (st != GGML_STATUS_SUCCESS || !run) {
+        return st;
     }
     k_get_rows<<<ggmlx_grid(l), ggmlx_block(l), 0, ex->stream>>>(src, idx, dst, ggmlx_elem_size(dst.type));
     return ggmlx_after_launch(err, err_size, "get_rows");
@@ -79,13 +77,11 @@ extern "C" enum ggml_status ggmlx_cuda_launch_set_rows(const struct ggmlx_cuda_e
     ggmlx_cuda_tdesc_of(node->src[1], &idx);
     ggmlx_cuda_tdesc_of(node, &dst);
     const int64_t nrows = src.ne[1] * src.ne[2] * src.ne[3];
-    if (src.ne[0] == 0 || nrows == 0) {
-        return GGML_STATUS_SUCCESS;
-    }
-    const ggmlx_cuda_limits lim = ggmlx_limits();
     ggmlx_cuda_launch l;
-    if (!ggmlx_cuda_launch_elem(&lim, src.ne[0], nrows, &l)) {
-        return ggmlx_fail(err, err_size, node->name, "no launch configuration for this shape");
+    bool run;
+    const enum ggml_status st = ggmlx_elem_launch(src.ne[0], nrows, &l, &run, err, err_size, node->name);
+    if (st != GGML_STATUS_SUCCESS || !run) {
+        return st;
     }
     k_set_rows<<<ggmlx_grid(l), ggmlx_block(l), 0, ex->stream>>>(src, idx, dst);
     return ggmlx_after_launch(err, err_size, "set_rows");

@@ -66,13 +66,11 @@ extern "C" enum ggml_status ggmlx_cuda_launch_unary(const struct ggmlx_cuda_exec
         break;
     }
     const int64_t nrows = dst.ne[1] * dst.ne[2] * dst.ne[3];
-    if (dst.ne[0] == 0 || nrows == 0) {
-        return GGML_STATUS_SUCCESS;
-    }
-    const ggmlx_cuda_limits lim = ggmlx_limits();
     ggmlx_cuda_launch l;
-    if (!ggmlx_cuda_launch_elem(&lim, dst.ne[0], nrows, &l)) {
-        return ggmlx_fail(err, err_size, node->name, "no launch configuration for this shape");
+    bool run;
+    const enum ggml_status st = ggmlx_elem_launch(dst.ne[0], nrows, &l, &run, err, err_size, node->name);
+    if (st != GGML_STATUS_SUCCESS || !run) {
+        return st;
     }
     k_unary<<<ggmlx_grid(l), ggmlx_block(l), 0, ex->stream>>>(src, dst, fn, s, b);
     return ggmlx_after_launch(err, err_size, "unary");
