@@ -167,6 +167,9 @@ Test(binary, multithreaded_large) {
     for (int o = 0; o < N_OPS; o++) {
         run_case(&OPS[o], GGML_TYPE_F32, GGML_TYPE_F32, ne, ne_b, CONTIG, CONTIG, false, 4, (uint64_t) (5000 + o));
         run_case(&OPS[o], GGML_TYPE_F16, GGML_TYPE_F32, ne, ne, CONTIG, CONTIG, false, 3, (uint64_t) (5100 + o));
+        /* dense F32 of one shape is split by elements, not rows: an odd count over 3 threads */
+        const int64_t ne_d[4] = { 1001, 3, 3, 1 };
+        run_case(&OPS[o], GGML_TYPE_F32, GGML_TYPE_F32, ne_d, ne_d, CONTIG, CONTIG, false, 3, (uint64_t) (5300 + o));
         const int64_t ne_t[4] = { 1023, 7, 1, 1 };
         run_case(&OPS[o], GGML_TYPE_F32, GGML_TYPE_F32, ne_t, ne_t, TRANSPOSED, CONTIG, false, 4, (uint64_t) (5200 + o));
     }

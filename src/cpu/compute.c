@@ -91,7 +91,8 @@ static int clamp_threads(int n_threads) {
 
 /* true when the node does work (views and nodes added without the COMPUTE flag do not) */
 static bool node_computes(const struct ggml_tensor * node) {
-    return !ggmlx_op_is_view(node->op) && (node->flags & GGML_TENSOR_FLAG_COMPUTE) && !ggml_is_empty(node);
+    return !ggmlx_op_is_view(node->op) && (node->flags & GGML_TENSOR_FLAG_COMPUTE) && node->ne[0] != 0 &&
+           node->ne[1] != 0 && node->ne[2] != 0 && node->ne[3] != 0;
 }
 
 struct ggml_cplan ggml_graph_plan(const struct ggml_cgraph * cgraph, int n_threads, struct ggml_threadpool * threadpool) {

@@ -31,6 +31,11 @@ void ggmlx_cpu_fail(const struct ggmlx_cpu_params * params, const char * fmt, ..
 
 /* rows [*r0, *r1) of nr for thread ith of nth, in contiguous blocks */
 static inline void ggmlx_cpu_split_rows(const struct ggmlx_cpu_params * p, int64_t nr, int64_t * r0, int64_t * r1) {
+    if (p->nth == 1) { /* the usual case for small nodes: no division */
+        *r0 = 0;
+        *r1 = nr;
+        return;
+    }
     const int64_t per = (nr + p->nth - 1) / p->nth;
     *r0 = per * p->ith < nr ? per * p->ith : nr;
     *r1 = *r0 + per < nr ? *r0 + per : nr;

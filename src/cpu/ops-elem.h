@@ -49,6 +49,16 @@ static inline bool ggmlx_f32_rows(const struct ggml_tensor * t) {
            t->nb[1] % sizeof(float) == 0 && t->nb[2] % sizeof(float) == 0 && t->nb[3] % sizeof(float) == 0;
 }
 
+/* F32 with no gaps between elements, rows or planes (cheaper than ggml_is_contiguous for hot paths) */
+static inline bool ggmlx_f32_dense(const struct ggml_tensor * t) {
+    return t->type == GGML_TYPE_F32 && t->nb[0] == sizeof(float) && t->nb[1] == (size_t) t->ne[0] * sizeof(float) &&
+           t->nb[2] == t->nb[1] * (size_t) t->ne[1] && t->nb[3] == t->nb[2] * (size_t) t->ne[2];
+}
+
+static inline bool ggmlx_same_shape(const struct ggml_tensor * x, const struct ggml_tensor * y) {
+    return x->ne[0] == y->ne[0] && x->ne[1] == y->ne[1] && x->ne[2] == y->ne[2] && x->ne[3] == y->ne[3];
+}
+
 /* split a flat row index of a tensor with ne1, ne2 rows per level into (i1, i2, i3) */
 static inline void ggmlx_row_coords(const struct ggml_tensor * t, int64_t ir, int64_t * i1, int64_t * i2, int64_t * i3) {
     const int64_t n1 = t->ne[1], n2 = t->ne[2];
