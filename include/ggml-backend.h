@@ -1,7 +1,7 @@
 /*
  * ggml-backend.h -- buffer types, buffers, backends (in-order queues), events, devices and the
  * registry. Source and binary compatible with upstream ggml's ggml-backend.h (2026-08-21) for
- * every function declared here; the meta device arrives with a later layer.
+ * every function declared here.
  *
  * Ordering rules (docs/async.md): a backend is one in-order queue; *_async calls, graph computes,
  * event records and waits run in the order they were enqueued. Buffer-level tensor_set/get/
@@ -226,6 +226,20 @@ extern "C" {
     typedef ggml_backend_buffer_type_t * (*ggml_backend_dev_get_extra_bufts_t)(ggml_backend_dev_t device);
     typedef void                         (*ggml_backend_set_abort_callback_t)(ggml_backend_t backend, ggml_abort_callback abort_callback, void * abort_callback_data);
 
+    /*
+     * Collectives between backends, used by the meta device for tensor parallelism. A registry
+     * offers them as "ggml_backend_comm_init", "ggml_backend_comm_free" and
+     * "ggml_backend_comm_allreduce_tensor".
+     * comm_init: a communicator over n_backends backends of this registry, or NULL when it cannot
+     *   make one (the meta device then reduces with copies and adds).
+     * allreduce_tensor: tensors[i] lives on backends[i], all of one type and element count;
+     *   enqueues "every tensor becomes the element-wise sum of all" on each backend's queue and
+     *   returns false, having enqueued nothing, when it cannot (the caller falls back).
+     */
+    typedef void * (*ggml_backend_comm_init_t)(ggml_backend_t * backends, size_t n_backends);
+    typedef void   (*ggml_backend_comm_free_t)(void * comm_ctx);
+    typedef bool   (*ggml_backend_comm_allreduce_tensor_t)(void * comm_ctx, struct ggml_tensor ** tensors);
+
     struct ggml_backend_feature {
         const char * name;
         const char * value;
@@ -352,8 +366,8 @@ extern "C" {
     GGML_API void                 ggml_backend_sched_set_eval_callback(ggml_backend_sched_t sched, ggml_backend_sched_eval_callback callback, void * user_data);
 
     /*
-     * Tensor parallelism: how a meta device (several devices acting as one) splits a tensor.
-     * The types are here for compatibility; the meta device itself arrives with a later layer.
+     * Tensor parallelism: the meta device (several devices acting as one) and how it splits a
+     * tensor. docs/multi-gpu.md explains when this beats splitting layers with the scheduler.
      */
 
 #define GGML_BACKEND_META_MAX_DEVICES 16
@@ -377,6 +391,29 @@ extern "C" {
     };
 
     typedef struct ggml_backend_meta_split_state (*ggml_backend_meta_get_split_state_t)(const struct ggml_tensor * tensor, void * userdata);
+
+    /* "axis_0" .. "axis_3", "mirrored", "partial", "none", "unknown"; "invalid" for other values */
+    GGML_API const char * ggml_backend_meta_split_axis_name(enum ggml_backend_meta_split_axis split_axis);
+
+    /*
+     * A device made of n_devs devices acting as one, for tensor parallelism: each tensor
+     * allocated statically in its buffer type (weights) is split across the devices as
+     * get_split_state says, and each device holds only its slice. Compute tensors get split
+     * states derived from their sources; partial sums are reduced between devices through the
+     * first device's registry's comm functions, or with copies and adds.
+     *
+     * Preconditions: 1 <= n_devs <= GGML_BACKEND_META_MAX_DEVICES, devs[i] non-NULL and
+     * distinct, none of them a meta device; get_split_state non-NULL. It is called for each
+     * statically allocated tensor (not for views) with get_split_state_ud; it must return a state
+     * whose slices add up to the tensor's extent along the axis (see docs/multi-gpu.md). A state
+     * that does not is an error for that allocation, never a crash.
+     *
+     * The same arguments return the same device (it lives until the process ends); safe to call
+     * from several threads. Returns NULL, with a message, on bad arguments.
+     */
+    GGML_API ggml_backend_dev_t ggml_backend_meta_device(ggml_backend_dev_t * devs, size_t n_devs,
+                                                         ggml_backend_meta_get_split_state_t get_split_state,
+                                                         void * get_split_state_ud);
 
     /*
      * Utils
