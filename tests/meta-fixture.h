@@ -105,6 +105,16 @@ static inline void split_table_add(struct split_table * t, const char * name, st
     t->n++;
 }
 
+/* the state the table gives name, without counting a call */
+static inline const struct ggml_backend_meta_split_state * split_table_find(const struct split_table * t, const char * name) {
+    for (int i = 0; i < t->n; i++) {
+        if (strcmp(t->e[i].name, name) == 0) {
+            return &t->e[i].state;
+        }
+    }
+    return &t->fallback;
+}
+
 static inline struct ggml_backend_meta_split_state split_from_table(const struct ggml_tensor * tensor, void * ud) {
     struct split_table * t = ud;
     const int k = __atomic_fetch_add(&t->n_calls, 1, __ATOMIC_RELAXED);
@@ -114,12 +124,7 @@ static inline struct ggml_backend_meta_split_state split_from_table(const struct
     if (tensor->view_src != NULL) {
         __atomic_fetch_add(&t->n_view_calls, 1, __ATOMIC_RELAXED);
     }
-    for (int i = 0; i < t->n; i++) {
-        if (strcmp(t->e[i].name, tensor->name) == 0) {
-            return t->e[i].state;
-        }
-    }
-    return t->fallback;
+    return *split_table_find(t, tensor->name);
 }
 
 /* the meta device over SIM0..SIMn-1 whose splits come from table */
