@@ -420,6 +420,24 @@ static void cuda_event_wait(ggml_backend_t backend, ggml_backend_event_t event) 
     }
 }
 
+/* ---- work enqueued by other files ---------------------------------------------------------- */
+
+struct ggmlx_cuda_device * ggmlx_cuda_backend_device(ggml_backend_t backend) {
+    return ((struct cuda_backend *) backend->context)->d;
+}
+
+cudaStream_t ggmlx_cuda_backend_stream(ggml_backend_t backend) {
+    return ((struct cuda_backend *) backend->context)->stream;
+}
+
+bool ggmlx_cuda_backend_ready(ggml_backend_t backend, const char * func) {
+    return ready(func, backend->context);
+}
+
+void ggmlx_cuda_backend_fail(ggml_backend_t backend) {
+    fail(backend->context, GGML_STATUS_FAILED);
+}
+
 /* ---- the backend --------------------------------------------------------------------------- */
 
 static const char * cuda_get_name(ggml_backend_t backend) {

@@ -5,6 +5,7 @@
  * No driver or no GPU is not an error: the registry then has zero devices (a debug message),
  * and the rest of the library works as without CUDA.
  */
+#include "cuda-comm.h"
 #include "cuda-impl.h"
 #include "cuda-ops.h"
 
@@ -329,6 +330,9 @@ static void * reg_get_proc_address(ggml_backend_reg_t reg, const char * name) {
         { "ggml_backend_register_host_buffer",   (void *) ggml_backend_cuda_register_host_buffer },
         { "ggml_backend_unregister_host_buffer", (void *) ggml_backend_cuda_unregister_host_buffer },
         { "ggml_backend_get_features",           (void *) reg_get_features },
+        { "ggml_backend_comm_init",              (void *) ggmlx_cuda_comm_init },
+        { "ggml_backend_comm_free",              (void *) ggmlx_cuda_comm_free },
+        { "ggml_backend_comm_allreduce_tensor",  (void *) ggmlx_cuda_comm_allreduce_tensor },
     };
     return ggmlx_proc_lookup(procs, sizeof procs / sizeof procs[0], name);
 }

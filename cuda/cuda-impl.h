@@ -66,6 +66,15 @@ bool                       ggmlx_cuda_buft_is_device(ggml_backend_buffer_type_t 
 
 ggml_backend_t ggmlx_cuda_backend_new(struct ggmlx_cuda_device * d, const char * func);
 
+/* for work that other files enqueue on a backend's stream (cuda-comm.c); backend must be CUDA */
+struct ggmlx_cuda_device * ggmlx_cuda_backend_device(ggml_backend_t backend);
+cudaStream_t               ggmlx_cuda_backend_stream(ggml_backend_t backend);
+/* usable for new work: device alive and current, no sticky status (error recorded otherwise) */
+bool                       ggmlx_cuda_backend_ready(ggml_backend_t backend, const char * func);
+/* such work failed after parts of it may have been enqueued: the thread's last error becomes
+ * the backend's sticky status */
+void                       ggmlx_cuda_backend_fail(ggml_backend_t backend);
+
 ggml_backend_event_t ggmlx_cuda_event_new(struct ggmlx_cuda_device * d);
 void                 ggmlx_cuda_event_free(ggml_backend_event_t event);
 void                 ggmlx_cuda_event_synchronize(ggml_backend_event_t event);

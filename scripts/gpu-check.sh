@@ -12,6 +12,8 @@
 #   conformance  ggml-conformance on every device, GGMLX_TEST_REQUIRE_CUDA=1 (a skip on CUDA of a case it claims fails)
 #   bench-cuda   bandwidth and mul_mat against a device copy and cuBLAS (markdown + JSON)
 #   demo         ggml-demo on the best device
+#   comm         cuda-comm-check: NCCL all-reduce through the CUDA registry (1 rank on CUDA0; a real sum
+#                with 2+ GPUs); no NCCL library is a skip. Its output goes to devices.log
 #   sanitizer    compute-sanitizer memcheck over ggml-conformance --device CUDA0 on a few filters
 #                (last: it is the slowest, and what is left of the budget bounds it)
 # Logs go to $OUT when set (the device tool brings $OUT back; at most 8 files), else to
@@ -255,6 +257,34 @@ if have ggml-demo; then
     record demo "$st" "$step_time" "$(tail -n 1 "$demo_log")"
 else
     record demo "FAIL (not built)" 0.0 "-"
+fi
+
+# ---- comm ----------------------------------------------------------------------------------------------
+# NCCL is dlopen()ed by name; where the loader's path lacks it (a pip-installed NCCL, say), the
+# first copy found is named through GGMLX_NCCL_LIBRARY. Output joins devices.log: $OUT brings back
+# at most 8 files, and those are taken.
+if have cuda-comm-check; then
+    comm_env=()
+    if [ -z "${GGMLX_NCCL_LIBRARY:-}" ] && ! ldconfig -p 2>/dev/null | grep -q 'libnccl\.so\.2 '; then
+        pip_nccl=$(python3 -c 'import os, nvidia.nccl as m; print(os.path.join(list(m.__path__)[0], "lib", "libnccl.so.2"))' \
+            2>/dev/null || true)
+        for cand in /usr/local/cuda/lib64/libnccl.so.2 /usr/local/cuda/lib/libnccl.so.2 "$pip_nccl"; do
+            if [ -n "$cand" ] && [ -f "$cand" ]; then
+                comm_env=("GGMLX_NCCL_LIBRARY=$cand")
+                break
+            fi
+        done
+    fi
+    echo "--- cuda-comm-check ${comm_env[*]:-}" >>"$gpu_log"
+    run_step comm 60 "$gpu_log" env "${comm_env[@]}" "$bin/cuda-comm-check"
+    key=$(grep -E '^cuda-comm-check:' "$gpu_log" | tail -n 1 | sed 's/^cuda-comm-check: //')
+    if [ "$step_rc" = 3 ]; then
+        record comm skip "$step_time" "${key:-no NCCL library}"
+    else
+        record comm "$(status_of "$step_rc")" "$step_time" "${key:-see devices.log}"
+    fi
+else
+    record comm "FAIL (not built)" 0.0 "-"
 fi
 
 # ---- compute-sanitizer -------------------------------------------------------------------------------

@@ -116,6 +116,12 @@ static ggml_backend_buffer_t alloc_ctx(struct ggml_context * ctx, ggml_backend_b
         ggmlx_error(func, "ctx must be a no_alloc context (its tensors have memory of their own)");
         return NULL;
     }
+    if (!dry && buft->iface.alloc_ctx_tensors != NULL) {
+        ggmlx_clear_last_error();
+        ggml_backend_buffer_t buf = buft->iface.alloc_ctx_tensors(buft, ctx);
+        *failed = buf == NULL && ggmlx_last_error() != NULL;
+        return buf;
+    }
     const size_t align    = ggml_backend_buft_get_alignment(buft);
     const size_t max_size = ggml_backend_buft_get_max_size(buft);
     if (align == 0 || (align & (align - 1)) != 0) {

@@ -4,6 +4,14 @@
  */
 #include "backend-check.h"
 
+const struct ggmlx_composite_event * ggmlx_event_composite(ggml_backend_event_t event) {
+    if (event == NULL || event->device == NULL || event->device->iface.get_type == NULL ||
+        event->device->iface.get_type(event->device) != GGML_BACKEND_DEVICE_TYPE_META) {
+        return NULL;
+    }
+    return (const struct ggmlx_composite_event *) event->context;
+}
+
 ggml_backend_event_t ggml_backend_event_new(ggml_backend_dev_t device) {
     if (device == NULL) {
         ggmlx_error(__func__, "device is NULL");
@@ -76,6 +84,14 @@ void ggml_backend_event_wait(ggml_backend_t backend, ggml_backend_event_t event)
     ggmlx_ok();
     return;
 #endif
+    const struct ggmlx_composite_event * parts = ggmlx_event_composite(event);
+    if (parts != NULL && !ggml_backend_is_meta(backend)) {
+        /* a plain queue waits for a meta device's event by waiting for each device's part */
+        for (size_t i = 0; i < parts->n; i++) {
+            ggml_backend_event_wait(backend, parts->parts[i]);
+        }
+        return;
+    }
     if (backend->iface.event_wait == NULL) {
         /* no queued wait: the host waits instead, so later work on backend still comes after */
         ggmlx_log(GGML_LOG_LEVEL_WARN, "%s: backend %s cannot wait for events in its queue; waiting on the host\n",

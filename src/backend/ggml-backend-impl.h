@@ -29,6 +29,15 @@ struct ggml_backend_buffer_type_i {
     size_t                (*get_max_size)  (ggml_backend_buffer_type_t buft); /* opt: SIZE_MAX */
     size_t                (*get_alloc_size)(ggml_backend_buffer_type_t buft, const struct ggml_tensor * tensor); /* opt: ggml_nbytes */
     bool                  (*is_host)       (ggml_backend_buffer_type_t buft); /* opt: false */
+
+    /* ---- ggmlx additions ---- */
+
+    /*
+     * opt: allocate every unallocated tensor of a no_alloc context at once, for buffer types
+     * whose memory is not one range of the size of the tensors (the meta buffer type keeps only
+     * each device's slices). NULL with a message on failure, leaving the tensors unallocated.
+     */
+    ggml_backend_buffer_t (*alloc_ctx_tensors)(ggml_backend_buffer_type_t buft, struct ggml_context * ctx);
 };
 
 struct ggml_backend_buffer_type {
@@ -79,6 +88,33 @@ GGML_API bool ggml_backend_buffer_copy_tensor(const struct ggml_tensor * src, st
 GGML_API ggml_backend_buffer_t ggml_backend_multi_buffer_alloc_buffer(ggml_backend_buffer_t * buffers, size_t n_buffers);
 GGML_API bool                  ggml_backend_buffer_is_multi_buffer(ggml_backend_buffer_t buffer);
 GGML_API void                  ggml_backend_multi_buffer_set_usage(ggml_backend_buffer_t buffer, enum ggml_backend_buffer_usage usage);
+
+/* ---- meta device (src/meta/) ---------------------------------------------------------------- */
+
+GGML_API bool ggml_backend_is_meta(ggml_backend_t backend);
+GGML_API bool ggml_backend_buffer_is_meta(ggml_backend_buffer_t buf);
+GGML_API bool ggml_backend_buft_is_meta(ggml_backend_buffer_type_t buft);
+/* number of simple backends of a meta backend, and the i-th (NULL when out of range) */
+GGML_API size_t         ggml_backend_meta_n_backends(ggml_backend_t meta_backend);
+GGML_API ggml_backend_t ggml_backend_meta_simple_backend(ggml_backend_t meta_backend, size_t index);
+/*
+ * Allocates ctx's tensors in a meta buffer type: each device's buffer holds only its slices.
+ * Called by ggml_backend_alloc_ctx_tensors_from_buft when buft is a meta buffer type.
+ */
+GGML_API ggml_backend_buffer_t ggml_backend_meta_alloc_ctx_tensors_from_buft(struct ggml_context * ctx,
+                                                                             ggml_backend_buffer_type_t buft);
+
+/*
+ * An event made of one event per device (a meta device's): recording records every part on
+ * its own backend, waiting waits for every part. The generic event calls take the parts apart,
+ * so any backend can wait for a composite event.
+ */
+struct ggmlx_composite_event {
+    size_t               n;
+    ggml_backend_event_t parts[GGML_BACKEND_META_MAX_DEVICES];
+};
+/* the parts when event's device is a meta device, else NULL */
+GGML_API const struct ggmlx_composite_event * ggmlx_event_composite(ggml_backend_event_t event);
 
 /* ---- backend (one in-order queue) ---------------------------------------------------------- */
 
