@@ -113,9 +113,10 @@ static void assert_tensor_is(const struct ggml_tensor * t, const uint8_t * model
  * Then memset of a range and a clear of the whole buffer.
  */
 static void check_tensor_io(struct ggml_tensor * t, uint32_t seed) {
+    /* es: an element, or a block of a quantized type (ranges never cut a block) */
     const size_t nb = ggml_nbytes(t), es = ggml_type_size(t->type);
     const size_t ne = nb / es;
-    cr_assert_geq(ne, 8, "the ranges below need 8 elements");
+    cr_assert_geq(ne, 8, "the ranges below need 8 elements (blocks)");
     uint8_t * model = malloc(nb), * tmp = malloc(nb);
     cr_assert(model != NULL && tmp != NULL);
 
@@ -123,7 +124,7 @@ static void check_tensor_io(struct ggml_tensor * t, uint32_t seed) {
     ggml_backend_tensor_set(t, model, 0, nb);
     assert_tensor_is(t, model, "whole set/get");
 
-    const size_t row = (size_t) t->ne[0];
+    const size_t row = (size_t) (t->ne[0] / ggml_blck_size(t->type)); /* in units of es */
     const size_t straddle = row > 2 ? row - 2 : 1; /* 5 elements across the end of the first row */
     const size_t ranges[][2] = {
         /* first element, offset, count */
@@ -342,6 +343,32 @@ Test(meta_buffer, mixed_states_in_one_buffer, .init = four_sims) {
         { "w5", GGML_TYPE_F32, { 17, 11, 1, 1 }, split_list(1, 1, (const int64_t[]) { 11, 0, 0, 0 }, 4) },
     };
     run_case(4, td, 6);
+}
+
+/* quantized weights: axis 0 shares are whole blocks, other axes are rows of blocks */
+Test(meta_buffer, quantized_q4_0_and_q8_0) {
+    struct tdesc td[4] = {
+        { "q4.cols", GGML_TYPE_Q4_0, { 128, 4, 1, 1 }, split_list(0, 1, (const int64_t[]) { 32, 96 }, 2) },
+        { "q4.rows", GGML_TYPE_Q4_0, { 64, 6, 1, 1 }, split_list(1, 1, (const int64_t[]) { 2, 4 }, 2) },
+        { "q8.cols", GGML_TYPE_Q8_0, { 96, 3, 1, 1 }, split_list(0, 2, (const int64_t[]) { 32, 0, 32, 32 }, 4) },
+        { "q8.mirrored", GGML_TYPE_Q8_0, { 64, 5, 1, 1 }, split_mirrored() },
+    };
+    run_case(2, td, 4);
+}
+
+Test(meta_buffer, quantized_axis_0_share_must_be_whole_blocks) {
+    split_table_init(&g_tab);
+    split_table_add(&g_tab, "q4.bad", split_list(0, 1, (const int64_t[]) { 16, 48 }, 2));
+    ggml_backend_dev_t meta = meta_over_sims(2, &g_tab);
+    struct ggml_context * ctx = meta_ctx_new(2);
+    struct ggml_tensor * q = ggml_new_tensor_2d(ctx, GGML_TYPE_Q4_0, 64, 4);
+    ggml_set_name(q, "q4.bad");
+    cr_assert_null(ggml_backend_alloc_ctx_tensors_from_buft(ctx, ggml_backend_dev_buffer_type(meta)));
+    cr_assert_not_null(ggmlx_last_error());
+    cr_assert_not_null(strstr(ggmlx_last_error(), "q4.bad"), "%s", ggmlx_last_error());
+    ASSERT_ERROR();
+    cr_assert_null(q->data);
+    ggml_free(ctx);
 }
 
 /* ---- each device holds only its slice ------------------------------------------------------------ */
