@@ -492,63 +492,104 @@ Test(meta_allreduce, unrecorded_meta_event_is_done) {
 }
 
 /*
- * y = w x with w [K=16, N=8] split along axis, x [K, 3] a mirrored input. Split by rows (axis 1)
- * each device makes its own rows of y, no reduction; split along K (axis 0) each device makes a
- * partial sum, which the meta backend must reduce before y is read.
+ * y = w x with w [K=16, N=8] split along axis, x [K, 3] MIRRORED: a second weight (each device
+ * computes from its own copy, so a copy that was not written shows) or a graph input. Split by
+ * rows (axis 1) each device makes its own rows of y: nothing to reduce. Split along K (axis 0)
+ * each device makes a partial sum of y; with sqr after it (not linear), the meta backend must
+ * reduce before sqr runs.
  */
-static void check_mul_mat(int axis, bool want_reduction) {
-    enum { K = 16, N = 8, M = 3 };
-    float w[K * N], x[K * M], y[N * M];
-    for (int i = 0; i < K * N; i++) {
+enum { MM_K = 16, MM_N = 8, MM_M = 3 };
+
+struct mm_case {
+    int  axis;
+    bool x_is_weight;
+    bool sqr_after;
+};
+
+static struct ggmlx_meta_stats run_mul_mat(struct mm_case c) {
+    float w[MM_K * MM_N], x[MM_K * MM_M], y[MM_N * MM_M];
+    for (int i = 0; i < MM_K * MM_N; i++) {
         w[i] = (float) ((i * 5) % 11) * 0.125f - 0.5f;
     }
-    for (int i = 0; i < K * M; i++) {
+    for (int i = 0; i < MM_K * MM_M; i++) {
         x[i] = (float) ((i * 3) % 7) * 0.25f - 0.75f;
     }
     struct meta_run r;
-    meta_run_weights(&r, 2, split_even(axis, 2, axis == 0 ? K : N), K, N, w);
-    struct ggml_tensor * xt = ggml_new_tensor_2d(r.gctx, GGML_TYPE_F32, K, M);
-    ggml_set_name(xt, "x");
-    ggml_set_input(xt);
+    meta_run_weights(&r, 2, split_even(c.axis, 2, c.axis == 0 ? MM_K : MM_N), MM_K, MM_N, w);
+    struct ggml_tensor * xt;
+    struct ggml_context * xctx = NULL;
+    ggml_backend_buffer_t xbuf = NULL;
+    if (c.x_is_weight) {
+        /* not in the table: the callback's fallback, MIRRORED */
+        xctx = meta_ctx_new(1);
+        xt = ggml_new_tensor_2d(xctx, GGML_TYPE_F32, MM_K, MM_M);
+        ggml_set_name(xt, "x");
+        xbuf = ggml_backend_alloc_ctx_tensors_from_buft(xctx, ggml_backend_dev_buffer_type(r.meta));
+        cr_assert_not_null(xbuf, "%s", last_err());
+        ggml_backend_tensor_set(xt, x, 0, sizeof x);
+    } else {
+        xt = ggml_new_tensor_2d(r.gctx, GGML_TYPE_F32, MM_K, MM_M);
+        ggml_set_name(xt, "x");
+        ggml_set_input(xt);
+    }
     struct ggml_tensor * out = ggml_mul_mat(r.gctx, r.w, xt);
+    if (c.sqr_after) {
+        out = ggml_sqr(r.gctx, out);
+    }
     meta_run_alloc(&r, out);
-    ggml_backend_tensor_set(xt, x, 0, sizeof x);
+    if (!c.x_is_weight) {
+        ggml_backend_tensor_set(xt, x, 0, sizeof x);
+    }
     ggmlx_meta_reset_stats(r.be);
     cr_assert_eq(ggml_backend_graph_compute(r.be, r.gf), GGML_STATUS_SUCCESS, "%s", last_err());
     ggml_backend_tensor_get(out, y, 0, sizeof y);
-    for (int m = 0; m < M; m++) {
-        for (int n = 0; n < N; n++) {
+    for (int m = 0; m < MM_M; m++) {
+        for (int n = 0; n < MM_N; n++) {
             double want = 0;
-            for (int k = 0; k < K; k++) {
-                want += (double) w[n * K + k] * (double) x[m * K + k];
+            for (int k = 0; k < MM_K; k++) {
+                want += (double) w[n * MM_K + k] * (double) x[m * MM_K + k];
             }
-            cr_assert_float_eq(y[m * N + n], want, 1e-5, "axis %d: y[%d, %d]", axis, n, m);
+            if (c.sqr_after) {
+                want *= want;
+            }
+            cr_assert_float_eq(y[m * MM_N + n], want, 1e-5, "axis %d, x %s%s: y[%d, %d]", c.axis,
+                               c.x_is_weight ? "a weight" : "an input", c.sqr_after ? ", sqr" : "", n, m);
         }
     }
     struct ggmlx_meta_stats st;
     cr_assert(ggmlx_meta_get_stats(r.be, &st), "%s", last_err());
     cr_assert_eq(st.n_graphs, 1);
     cr_assert_geq(st.n_subgraphs, 1);
-    const uint64_t n_red = st.n_allreduce_comm + st.n_allreduce_generic;
-    if (want_reduction) {
-        cr_assert_geq(n_red, 1, "a partial sum was read without a reduction being counted");
-        cr_assert_eq(st.n_allreduce_comm, 0, "SIM devices offer no comm functions");
-        cr_assert_geq(st.bytes_reduced, sizeof y, "at least y's bytes were reduced, %llu counted",
-                      (unsigned long long) st.bytes_reduced);
-    } else {
-        cr_assert_eq(n_red, 0, "rows split: nothing to reduce, %llu reductions counted", (unsigned long long) n_red);
-        cr_assert_eq(st.bytes_reduced, 0);
-    }
     ggmlx_meta_reset_stats(r.be);
-    cr_assert(ggmlx_meta_get_stats(r.be, &st));
-    cr_assert_eq(st.n_graphs + st.n_subgraphs + st.n_allreduce_generic + st.bytes_reduced, 0, "reset_stats zeroes them");
+    struct ggmlx_meta_stats zero;
+    cr_assert(ggmlx_meta_get_stats(r.be, &zero));
+    cr_assert_eq(zero.n_graphs + zero.n_subgraphs + zero.n_allreduce_comm + zero.n_allreduce_generic + zero.bytes_reduced, 0,
+                 "reset_stats zeroes every count");
+    ggml_backend_buffer_free(xbuf);
+    ggml_free(xctx);
     meta_run_free(&r);
+    return st;
 }
 
 Test(meta_allreduce, mul_mat_split_by_rows_needs_no_reduction) {
-    check_mul_mat(1, false);
+    const struct ggmlx_meta_stats st = run_mul_mat((struct mm_case) { .axis = 1, .x_is_weight = true });
+    cr_assert_eq(st.n_allreduce_comm + st.n_allreduce_generic, 0, "rows split: nothing to reduce");
+    cr_assert_eq(st.bytes_reduced, 0);
+    const struct ggmlx_meta_stats st2 = run_mul_mat((struct mm_case) { .axis = 1, .x_is_weight = false, .sqr_after = true });
+    cr_assert_eq(st2.n_allreduce_comm + st2.n_allreduce_generic, 0, "rows split, sqr per element: nothing to reduce");
 }
 
-Test(meta_allreduce, mul_mat_split_along_k_is_reduced) {
-    check_mul_mat(0, true);
+/* a partial result read directly: the value read is the sum, however the backend gets there */
+Test(meta_allreduce, mul_mat_split_along_k_reads_the_sum) {
+    run_mul_mat((struct mm_case) { .axis = 0, .x_is_weight = false });
+    run_mul_mat((struct mm_case) { .axis = 0, .x_is_weight = true });
+}
+
+Test(meta_allreduce, mul_mat_split_along_k_is_reduced_before_a_nonlinear_op) {
+    const struct ggmlx_meta_stats st = run_mul_mat((struct mm_case) { .axis = 0, .x_is_weight = false, .sqr_after = true });
+    cr_assert_geq(st.n_allreduce_generic, 1, "sqr of a partial sum needs a reduction first");
+    cr_assert_eq(st.n_allreduce_comm, 0, "SIM devices offer no comm functions");
+    cr_assert_geq(st.n_subgraphs, 2, "the graph is cut at the reduction");
+    cr_assert_geq(st.bytes_reduced, sizeof(float) * MM_N * MM_M, "at least y's bytes were reduced, %llu counted",
+                  (unsigned long long) st.bytes_reduced);
 }
