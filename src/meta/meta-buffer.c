@@ -667,3 +667,17 @@ size_t ggmlx_meta_buffer_device_size(ggml_backend_buffer_t buffer, size_t i) {
     }
     return mb->compact ? mb->dev_size[i] : ggml_backend_buffer_get_size(mb->bufs[i]);
 }
+
+ggml_backend_buffer_t ggml_backend_meta_alloc_ctx_tensors_from_buft(struct ggml_context * ctx,
+                                                                    ggml_backend_buffer_type_t buft) {
+    if (ctx == NULL || meta_device_of_buft(buft) == NULL) {
+        ggmlx_error(__func__, ctx == NULL ? "ctx is NULL" : "buft is not a meta buffer type");
+        return NULL;
+    }
+    if (!ggml_get_no_alloc(ctx)) {
+        ggmlx_error(__func__, "ctx must be a no_alloc context (its tensors have memory of their own)");
+        return NULL;
+    }
+    ggmlx_clear_last_error();
+    return meta_buft_alloc_ctx_tensors(buft, ctx);
+}
