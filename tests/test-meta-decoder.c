@@ -94,17 +94,21 @@ static struct run run_model(ggml_backend_t backend, ggml_backend_buffer_type_t b
     return out;
 }
 
+static void sim_devices(ggml_backend_dev_t * devs, size_t n) {
+    for (size_t d = 0; d < n; d++) {
+        char name[32];
+        snprintf(name, sizeof name, "SIM%zu", d);
+        devs[d] = ggml_backend_dev_by_name(name);
+        cr_assert_not_null(devs[d], "%s", name);
+    }
+}
+
 static void check_split_run(size_t n_devs, const struct mm_shape * s) {
     ggml_backend_t cpu = ggml_backend_cpu_init();
     struct run ref = run_model(cpu, ggml_backend_get_default_buffer_type(cpu), s, 1);
 
     ggml_backend_dev_t devs[4];
-    for (size_t d = 0; d < n_devs; d++) {
-        char name[8];
-        snprintf(name, sizeof name, "SIM%zu", d);
-        devs[d] = ggml_backend_dev_by_name(name);
-        cr_assert_not_null(devs[d]);
-    }
+    sim_devices(devs, n_devs);
     static struct mm_plan plan; /* the callback's userdata: part of the device's identity */
     mm_plan_even(&plan, s, n_devs);
     ggml_backend_dev_t meta = ggml_backend_meta_device(devs, n_devs, mm_split, &plan);
@@ -184,11 +188,7 @@ static void check_sched_run(size_t n_devs, bool head_on_cpu) {
     struct run ref = run_model(cpu, ggml_backend_get_default_buffer_type(cpu), s, 1);
 
     ggml_backend_dev_t devs[4];
-    for (size_t d = 0; d < n_devs; d++) {
-        char name[8];
-        snprintf(name, sizeof name, "SIM%zu", d);
-        devs[d] = ggml_backend_dev_by_name(name);
-    }
+    sim_devices(devs, n_devs);
     static struct mm_plan plan;
     mm_plan_even(&plan, s, n_devs);
     ggml_backend_dev_t meta = ggml_backend_meta_device(devs, n_devs, mm_split, &plan);
