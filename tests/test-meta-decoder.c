@@ -276,3 +276,49 @@ Test(meta_decoder, a_meta_backend_runs_inside_the_scheduler) {
 Test(meta_decoder, the_scheduler_hands_results_from_the_meta_device_to_the_cpu) {
     check_sched_run(4, true);
 }
+
+/* a row op over a tensor split along its rows' axis cannot run split: an error, nothing crashes */
+Test(meta_decoder, a_split_the_ops_cannot_follow_is_an_error) {
+    ggml_backend_dev_t devs[2];
+    sim_devices(devs, 2);
+    static struct mm_plan plan;
+    mm_plan_even(&plan, &SHAPE, 2);
+    ggml_backend_dev_t meta = ggml_backend_meta_device(devs, 2, mm_split, &plan);
+    ggml_backend_t mb = ggml_backend_dev_init(meta, NULL);
+    cr_assert_not_null(mb);
+
+    struct ggml_init_params wp = { 8 * ggml_tensor_overhead(), NULL, true };
+    struct ggml_context * cw = ggml_init(wp);
+    struct ggml_tensor * wq = ggml_new_tensor_2d(cw, GGML_TYPE_F32, SHAPE.d_model, SHAPE.d_model);
+    ggml_set_name(wq, "wq.0"); /* split along axis 1: the product is split along axis 0 */
+    ggml_backend_buffer_t wbuf = ggml_backend_alloc_ctx_tensors_from_buft(cw, ggml_backend_dev_buffer_type(meta));
+    cr_assert_not_null(wbuf);
+
+    struct ggml_init_params gp = { 16 * ggml_tensor_overhead() + 2 * ggml_graph_overhead(), NULL, true };
+    struct ggml_context * cg = ggml_init(gp);
+    struct ggml_tensor * x = ggml_new_tensor_2d(cg, GGML_TYPE_F32, SHAPE.d_model, 3);
+    struct ggml_tensor * y = ggml_rms_norm(cg, ggml_mul_mat(cg, wq, x), 1e-5f);
+    ggml_set_name(y, "norm.0");
+    struct ggml_cgraph * gf = ggml_new_graph(cg);
+    ggml_build_forward_expand(gf, y);
+    ggml_gallocr_t ga = ggml_gallocr_new(ggml_backend_dev_buffer_type(meta));
+    cr_assert(ggml_gallocr_alloc_graph(ga, gf));
+    cr_expect_eq(ggml_backend_graph_compute(mb, gf), GGML_STATUS_FAILED);
+    const char * err = ggmlx_last_error();
+    cr_assert_not_null(err);
+    cr_expect(strstr(err, "norm.0") != NULL && strstr(err, "axis 0") != NULL, "message: %s", err);
+    /* the backend is still usable: a graph it can split runs */
+    struct ggml_cgraph * g2 = ggml_new_graph(cg);
+    struct ggml_tensor * z = ggml_mul_mat(cg, wq, x);
+    ggml_build_forward_expand(g2, z);
+    ggml_gallocr_t ga2 = ggml_gallocr_new(ggml_backend_dev_buffer_type(meta));
+    cr_assert(ggml_gallocr_alloc_graph(ga2, g2));
+    cr_expect_eq(ggml_backend_graph_compute(mb, g2), GGML_STATUS_SUCCESS, "%s",
+                 ggmlx_last_error() ? ggmlx_last_error() : "");
+    ggml_gallocr_free(ga2);
+    ggml_gallocr_free(ga);
+    ggml_free(cg);
+    ggml_backend_buffer_free(wbuf);
+    ggml_free(cw);
+    ggml_backend_free(mb);
+}
