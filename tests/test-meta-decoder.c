@@ -9,6 +9,7 @@
 #include "ggml-backend-impl.h"
 #include "ggml-cpu.h"
 #include "ggmlx-meta.h"
+#include "ggmlx-sched.h"
 #include "ggmlx-sim.h"
 #include "ggmlx.h"
 #include "meta-model.h"
@@ -254,6 +255,13 @@ static void check_sched_run(size_t n_devs, bool head_on_cpu) {
         cr_expect_lt(max_err, 1e-4, "%zu-way split in a scheduler: logits differ by %g (compute %d)", n_devs, max_err,
                      rep);
         ggml_free(cg);
+    }
+    /* hand-overs between the meta device and the CPU are queued, never a drain of both queues */
+    struct ggmlx_sched_stats st;
+    cr_assert(ggmlx_sched_get_stats(sched, &st));
+    cr_expect_eq(st.n_sync_fallbacks, 0, "%llu synchronous copies", (unsigned long long) st.n_sync_fallbacks);
+    if (head_on_cpu) {
+        cr_expect_gt(st.n_async_copies, 0);
     }
     free(got);
     free(x);
