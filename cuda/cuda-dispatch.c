@@ -123,6 +123,16 @@ static bool glu_supported(const struct ggml_tensor * node) {
     return s1 != NULL ? s0->ne[0] >= node->ne[0] && s1->ne[0] >= node->ne[0] : s0->ne[0] >= 2 * node->ne[0];
 }
 
+/* dst [a ne0, b ne0, b ne2, b ne3] summed over dim 1 of both; a repeats over b's dims 2, 3 */
+static bool out_prod_supported(const struct ggml_tensor * node) {
+    const struct ggml_tensor * a = node->src[0];
+    const struct ggml_tensor * b = node->src[1];
+    return a != NULL && b != NULL && is_float(a->type) && b->type == GGML_TYPE_F32 && node->type == GGML_TYPE_F32 &&
+           a->ne[1] == b->ne[1] && node->ne[0] == a->ne[0] && node->ne[1] == b->ne[0] && node->ne[2] == b->ne[2] &&
+           node->ne[3] == b->ne[3] && a->ne[2] > 0 && a->ne[3] > 0 && node->ne[2] % a->ne[2] == 0 &&
+           node->ne[3] % a->ne[3] == 0;
+}
+
 static bool concat_supported(const struct ggml_tensor * node) {
     const struct ggml_tensor * a = node->src[0];
     const struct ggml_tensor * b = node->src[1];
@@ -264,6 +274,8 @@ bool ggmlx_cuda_supports_op(const struct ggml_tensor * node) {
                (s1->type == GGML_TYPE_I32 || s1->type == GGML_TYPE_I64) && is_float(node->type) &&
                node->ne[0] == s0->ne[0] && node->ne[2] == s0->ne[2] && node->ne[3] == s0->ne[3] &&
                s1->ne[0] == s0->ne[1] && s1->ne[1] > 0 && s1->ne[2] > 0;
+    case GGML_OP_OUT_PROD:
+        return out_prod_supported(node);
     case GGML_OP_MUL_MAT: {
         if (s0 == NULL || s1 == NULL) {
             return false;
@@ -384,6 +396,8 @@ enum ggml_status ggmlx_cuda_compute_node(const struct ggmlx_cuda_exec * ex, stru
         return ggmlx_cuda_launch_rope(ex, node, err, err_size);
     case GGML_OP_SET_ROWS:
         return ggmlx_cuda_launch_set_rows(ex, node, err, err_size);
+    case GGML_OP_OUT_PROD:
+        return ggmlx_cuda_launch_out_prod(ex, node, err, err_size);
     case GGML_OP_MUL_MAT: {
         struct ggmlx_mm_plan plan;
         if (!mul_mat_plan(node, &plan, err, err_size)) {

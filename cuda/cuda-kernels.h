@@ -72,6 +72,9 @@ enum ggml_status ggmlx_cuda_launch_misc(const struct ggmlx_cuda_exec * ex, struc
 /* ARGSORT, TOP_K on rows that ggmlx_cuda_launch_sort (launch-config.h) accepts */
 enum ggml_status ggmlx_cuda_launch_argsort(const struct ggmlx_cuda_exec * ex, struct ggml_tensor * node, char * err,
                                            size_t err_size);
+/* OUT_PROD (a F32/F16/BF16 broadcast over dims 2, 3; b and dst F32) */
+enum ggml_status ggmlx_cuda_launch_out_prod(const struct ggmlx_cuda_exec * ex, struct ggml_tensor * node, char * err,
+                                            size_t err_size);
 /* MUL_MAT through cuBLAS, following plan (made by the caller from the same node) */
 enum ggml_status ggmlx_cuda_launch_mul_mat(const struct ggmlx_cuda_exec * ex, struct ggml_tensor * node,
                                            const struct ggmlx_mm_plan * plan, char * err, size_t err_size);

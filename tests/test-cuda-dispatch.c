@@ -44,6 +44,7 @@ STUB(ggmlx_cuda_launch_group_norm, "group_norm")
 STUB(ggmlx_cuda_launch_pad, "pad")
 STUB(ggmlx_cuda_launch_misc, "misc")
 STUB(ggmlx_cuda_launch_argsort, "argsort")
+STUB(ggmlx_cuda_launch_out_prod, "out_prod")
 #undef STUB
 
 enum ggml_status ggmlx_cuda_launch_mul_mat(const struct ggmlx_cuda_exec * ex, struct ggml_tensor * node,
@@ -212,8 +213,15 @@ Test(cuda_dispatch, rows_and_norms) {
     struct ggml_tensor * x4 = with_data(ggml_new_tensor_4d(ctx, GGML_TYPE_F32, 8, 4, 6, 2));
     cr_assert_str_eq(run(with_data(ggml_group_norm(ctx, x4, 4, 1e-6f))), "group_norm");
     cr_assert_str_eq(run(with_data(ggml_diag_mask_zero(ctx, x, 1))), "shape");
-    /* out_prod has no CUDA kernel yet */
-    cr_assert_not(ggmlx_cuda_supports_op(with_data(ggml_out_prod(ctx, x, t2(GGML_TYPE_F32, 3, 6)))));
+    for (int k = 0; k < 3; k++) {
+        const enum ggml_type at[] = { GGML_TYPE_F32, GGML_TYPE_F16, GGML_TYPE_BF16 };
+        struct ggml_tensor * op = with_data(ggml_out_prod(ctx, t2(at[k], 64, 6), t2(GGML_TYPE_F32, 3, 6)));
+        cr_assert(ggmlx_cuda_supports_op(op), "out_prod of %s", ggml_type_name(at[k]));
+        cr_assert_str_eq(run(op), "out_prod");
+    }
+    struct ggml_tensor * opb = with_data(ggml_out_prod(ctx, x, t2(GGML_TYPE_F32, 3, 6)));
+    opb->src[1] = t2(GGML_TYPE_F16, 3, 6); /* by hand: ggml_out_prod asks for an F32 b */
+    cr_assert_not(ggmlx_cuda_supports_op(opb));
     /* ops without kernels here */
     struct ggml_tensor * sq = with_data(ggml_sqr(ctx, x));
     sq->op = GGML_OP_CONV_TRANSPOSE_1D;
