@@ -60,6 +60,13 @@ static bool is_float_or_i32(enum ggml_type t) {
     return is_float(t) || t == GGML_TYPE_I32;
 }
 
+/* the same type, block-quantized ones included, with no gaps on either side: one run of bytes */
+static bool bytes_copy(const struct ggml_tensor * node) {
+    const struct ggml_tensor * s0 = node->src[0];
+    return s0 != NULL && s0->type == node->type && ggml_is_contiguous(s0) && ggml_is_contiguous(node) &&
+           ggml_nbytes(s0) == ggml_nbytes(node);
+}
+
 static int32_t op_param_i32(const struct ggml_tensor * node, int i) {
     int32_t v;
     memcpy(&v, (const char *)node->op_params + 4 * i, sizeof v);
@@ -189,7 +196,7 @@ bool ggmlx_cuda_supports_op(const struct ggml_tensor * node) {
     case GGML_OP_CONT:
         return s0 != NULL && ggml_nelements(s0) == ggml_nelements(node) &&
                ((s0->type == node->type && is_plain(node->type)) ||
-                (is_float_or_i32(s0->type) && is_float_or_i32(node->type)));
+                (is_float_or_i32(s0->type) && is_float_or_i32(node->type)) || bytes_copy(node));
     case GGML_OP_ADD:
     case GGML_OP_SUB:
     case GGML_OP_MUL:
@@ -338,6 +345,9 @@ enum ggml_status ggmlx_cuda_compute_node(const struct ggmlx_cuda_exec * ex, stru
     case GGML_OP_DUP:
     case GGML_OP_CPY:
     case GGML_OP_CONT: {
+        if (!is_plain(node->type)) {
+            return ggmlx_cuda_launch_copy_bytes(ex, node->data, node->src[0]->data, ggml_nbytes(node), err, err_size);
+        }
         struct ggmlx_cuda_tdesc s, d;
         ggmlx_cuda_tdesc_of(node->src[0], &s);
         ggmlx_cuda_tdesc_of(node, &d);

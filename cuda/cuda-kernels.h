@@ -29,6 +29,10 @@ void ggmlx_cuda_tdesc_of(const struct ggml_tensor * t, struct ggmlx_cuda_tdesc *
 enum ggml_status ggmlx_cuda_launch_copy(const struct ggmlx_cuda_exec * ex, const struct ggmlx_cuda_tdesc * src,
                                         const struct ggmlx_cuda_tdesc * dst, char * err, size_t err_size);
 
+/* n bytes from src to dst, both device memory (same-type copies of contiguous tensors of any type) */
+enum ggml_status ggmlx_cuda_launch_copy_bytes(const struct ggmlx_cuda_exec * ex, void * dst, const void * src, size_t n,
+                                              char * err, size_t err_size);
+
 /* ADD, SUB, MUL, DIV */
 enum ggml_status ggmlx_cuda_launch_binary(const struct ggmlx_cuda_exec * ex, struct ggml_tensor * node, char * err,
                                           size_t err_size);

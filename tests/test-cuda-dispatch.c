@@ -16,11 +16,20 @@
 
 static const char * g_called;
 static struct ggmlx_mm_plan g_plan;
+static size_t g_bytes;
 
 enum ggml_status ggmlx_cuda_launch_copy(const struct ggmlx_cuda_exec * ex, const struct ggmlx_cuda_tdesc * src,
                                         const struct ggmlx_cuda_tdesc * dst, char * err, size_t err_size) {
     (void)ex, (void)src, (void)dst, (void)err, (void)err_size;
     g_called = "copy";
+    return GGML_STATUS_SUCCESS;
+}
+
+enum ggml_status ggmlx_cuda_launch_copy_bytes(const struct ggmlx_cuda_exec * ex, void * dst, const void * src, size_t n,
+                                              char * err, size_t err_size) {
+    (void)ex, (void)dst, (void)src, (void)err, (void)err_size;
+    g_called = "copy_bytes";
+    g_bytes  = n;
     return GGML_STATUS_SUCCESS;
 }
 
@@ -113,6 +122,14 @@ Test(cuda_dispatch, copies) {
         cr_assert_str_eq(run(with_data(ggml_cpy(ctx, i, t2(ok[k], 32, 1)))), "copy");
         cr_assert_str_eq(run(with_data(ggml_cpy(ctx, t2(ok[k], 32, 1), i))), "copy");
     }
+    /* a quantized tensor moves as bytes when both sides are contiguous, and not otherwise */
+    struct ggml_tensor * q = t2(GGML_TYPE_Q8_0, 64, 4);
+    struct ggml_tensor * qc = with_data(ggml_cpy(ctx, q, t2(GGML_TYPE_Q8_0, 64, 4)));
+    cr_assert(ggmlx_cuda_supports_op(qc));
+    cr_assert_str_eq(run(qc), "copy_bytes");
+    cr_assert_eq(g_bytes, ggml_nbytes(q));
+    struct ggml_tensor * qv = ggml_view_2d(ctx, q, 32, 4, q->nb[1], 0); /* half of each row */
+    cr_assert_not(ggmlx_cuda_supports_op(with_data(ggml_cont(ctx, qv))));
     /* but not I16 into a float type */
     struct ggml_tensor * c16 = with_data(ggml_cpy(ctx, t2(GGML_TYPE_I32, 32, 1), t2(GGML_TYPE_F32, 32, 1)));
     c16->src[0] = t2(GGML_TYPE_I16, 32, 1);
