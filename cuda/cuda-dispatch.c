@@ -5,6 +5,7 @@
  */
 #include "cuda-kernels.h"
 #include "ggml-impl.h"
+#include "launch-config.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -49,16 +50,63 @@ static bool mul_mat_plan(const struct ggml_tensor * node, struct ggmlx_mm_plan *
     return ggmlx_mm_plan_make(&a, &b, &d, plan, why, why_size);
 }
 
-/* the unary ops ops-unary.cu computes (the math of ggml-math-act.h) */
+/* the unary ops ops-unary.cu computes (the math of ggml-math-act.h): every one upstream has */
 bool ggmlx_cuda_unary_supported(int op) {
-    switch (op) {
-    case GGML_UNARY_OP_ABS: case GGML_UNARY_OP_NEG: case GGML_UNARY_OP_TANH: case GGML_UNARY_OP_RELU:
-    case GGML_UNARY_OP_SIGMOID: case GGML_UNARY_OP_GELU: case GGML_UNARY_OP_GELU_ERF:
-    case GGML_UNARY_OP_GELU_QUICK: case GGML_UNARY_OP_SILU: case GGML_UNARY_OP_EXP:
-        return true;
-    default:
+    return op >= 0 && op < GGML_UNARY_OP_COUNT;
+}
+
+/* I32 converts to and from the float types as the CPU does it (ggmlx_f32_to_i32_sat) */
+static bool is_float_or_i32(enum ggml_type t) {
+    return is_float(t) || t == GGML_TYPE_I32;
+}
+
+/* the same type, block-quantized ones included, with no gaps on either side: one run of bytes */
+static bool bytes_copy(const struct ggml_tensor * node) {
+    const struct ggml_tensor * s0 = node->src[0];
+    return s0 != NULL && s0->type == node->type && ggml_is_contiguous(s0) && ggml_is_contiguous(node) &&
+           ggml_nbytes(s0) == ggml_nbytes(node);
+}
+
+static int32_t op_param_i32(const struct ggml_tensor * node, int i) {
+    int32_t v;
+    memcpy(&v, (const char *)node->op_params + 4 * i, sizeof v);
+    return v;
+}
+
+static bool same_rows(const struct ggml_tensor * a, const struct ggml_tensor * b) {
+    return a->ne[1] == b->ne[1] && a->ne[2] == b->ne[2] && a->ne[3] == b->ne[3];
+}
+
+/* a row fits the shared-memory sort (launch-config.h); the row count never limits it */
+static bool sort_supported(const struct ggml_tensor * node) {
+    const struct ggml_tensor * s0 = node->src[0];
+    if (s0 == NULL || s0->type != GGML_TYPE_F32 || node->type != GGML_TYPE_I32 || !same_rows(s0, node) ||
+        node->ne[0] > s0->ne[0] || (node->op == GGML_OP_ARGSORT && node->ne[0] != s0->ne[0])) {
         return false;
     }
+    struct ggmlx_cuda_limits lim;
+    struct ggmlx_cuda_launch l;
+    ggmlx_cuda_limits_default(&lim);
+    return ggmlx_cuda_launch_sort(&lim, s0->ne[0], 1, &l);
+}
+
+static bool pad_supported(const struct ggml_tensor * node) {
+    const struct ggml_tensor * s0 = node->src[0];
+    if (s0 == NULL || s0->type != node->type || !is_plain(node->type)) {
+        return false;
+    }
+    if (node->op == GGML_OP_PAD) {
+        for (int d = 0; d < 4; d++) {
+            if (op_param_i32(node, 2 * d) < 0 || op_param_i32(node, 2 * d + 1) < 0) {
+                return false;
+            }
+        }
+        return true;
+    }
+    /* PAD_REFLECT_1D: a reflection reaches at most ne0 - 1 away from the edge */
+    const int64_t p0 = op_param_i32(node, 0), p1 = op_param_i32(node, 1);
+    return node->type == GGML_TYPE_F32 && p0 >= 0 && p1 >= 0 && p0 < s0->ne[0] && p1 < s0->ne[0] &&
+           node->ne[0] == s0->ne[0] + p0 + p1 && same_rows(s0, node);
 }
 
 static bool glu_supported(const struct ggml_tensor * node) {
@@ -67,7 +115,7 @@ static bool glu_supported(const struct ggml_tensor * node) {
     int32_t op;
     memcpy(&op, node->op_params, sizeof op);
     if (op != GGML_GLU_OP_REGLU && op != GGML_GLU_OP_GEGLU && op != GGML_GLU_OP_SWIGLU &&
-        op != GGML_GLU_OP_GEGLU_ERF && op != GGML_GLU_OP_GEGLU_QUICK) {
+        op != GGML_GLU_OP_SWIGLU_OAI && op != GGML_GLU_OP_GEGLU_ERF && op != GGML_GLU_OP_GEGLU_QUICK) {
         return false;
     }
     if (s0 == NULL || !is_float(s0->type) || node->type != s0->type || (s1 != NULL && s1->type != s0->type)) {
@@ -80,6 +128,16 @@ static bool glu_supported(const struct ggml_tensor * node) {
         }
     }
     return s1 != NULL ? s0->ne[0] >= node->ne[0] && s1->ne[0] >= node->ne[0] : s0->ne[0] >= 2 * node->ne[0];
+}
+
+/* dst [a ne0, b ne0, b ne2, b ne3] summed over dim 1 of both; a repeats over b's dims 2, 3 */
+static bool out_prod_supported(const struct ggml_tensor * node) {
+    const struct ggml_tensor * a = node->src[0];
+    const struct ggml_tensor * b = node->src[1];
+    return a != NULL && b != NULL && is_float(a->type) && b->type == GGML_TYPE_F32 && node->type == GGML_TYPE_F32 &&
+           a->ne[1] == b->ne[1] && node->ne[0] == a->ne[0] && node->ne[1] == b->ne[0] && node->ne[2] == b->ne[2] &&
+           node->ne[3] == b->ne[3] && a->ne[2] > 0 && a->ne[3] > 0 && node->ne[2] % a->ne[2] == 0 &&
+           node->ne[3] % a->ne[3] == 0;
 }
 
 static bool concat_supported(const struct ggml_tensor * node) {
@@ -137,7 +195,8 @@ bool ggmlx_cuda_supports_op(const struct ggml_tensor * node) {
     case GGML_OP_CPY:
     case GGML_OP_CONT:
         return s0 != NULL && ggml_nelements(s0) == ggml_nelements(node) &&
-               ((s0->type == node->type && is_plain(node->type)) || (is_float(s0->type) && is_float(node->type)));
+               ((s0->type == node->type && is_plain(node->type)) ||
+                (is_float_or_i32(s0->type) && is_float_or_i32(node->type)) || bytes_copy(node));
     case GGML_OP_ADD:
     case GGML_OP_SUB:
     case GGML_OP_MUL:
@@ -151,11 +210,23 @@ bool ggmlx_cuda_supports_op(const struct ggml_tensor * node) {
         /* fall through */
     case GGML_OP_SQR:
     case GGML_OP_SQRT:
+    case GGML_OP_LOG:
+    case GGML_OP_SIN:
+    case GGML_OP_COS:
+    case GGML_OP_CLAMP:
+    case GGML_OP_LEAKY_RELU:
     case GGML_OP_SCALE:
         return s0 != NULL && is_float(s0->type) && node->type == s0->type && ggml_are_same_shape(s0, node);
+    case GGML_OP_ADD1:
+        return s0 != NULL && s1 != NULL && is_float(s0->type) && is_float(s1->type) && node->type == s0->type &&
+               ggml_are_same_shape(s0, node) && ggml_nelements(s1) == 1;
     case GGML_OP_NORM:
     case GGML_OP_RMS_NORM:
+    case GGML_OP_L2_NORM:
         return s0 != NULL && s0->type == GGML_TYPE_F32 && node->type == GGML_TYPE_F32 && ggml_are_same_shape(s0, node);
+    case GGML_OP_GROUP_NORM:
+        return s0 != NULL && s0->type == GGML_TYPE_F32 && node->type == GGML_TYPE_F32 &&
+               ggml_are_same_shape(s0, node) && op_param_i32(node, 0) >= 1;
     case GGML_OP_SOFT_MAX:
         /* sinks (src[2]) are not implemented; the mask covers the rows and broadcasts over dims 2, 3 */
         return s0 != NULL && s0->type == GGML_TYPE_F32 && node->type == GGML_TYPE_F32 && ggml_are_same_shape(s0, node) &&
@@ -180,7 +251,25 @@ bool ggmlx_cuda_supports_op(const struct ggml_tensor * node) {
         return s0 != NULL && s0->type == node->type && is_plain(node->type) && !ggml_is_empty(s0) &&
                ggml_can_repeat(s0, node);
     case GGML_OP_DIAG_MASK_INF:
+    case GGML_OP_DIAG_MASK_ZERO:
+    case GGML_OP_CUMSUM:
         return s0 != NULL && s0->type == GGML_TYPE_F32 && node->type == GGML_TYPE_F32 && ggml_are_same_shape(s0, node);
+    case GGML_OP_PAD:
+    case GGML_OP_PAD_REFLECT_1D:
+        return pad_supported(node);
+    case GGML_OP_ARANGE:
+        return node->type == GGML_TYPE_F32;
+    case GGML_OP_TIMESTEP_EMBEDDING:
+        /* row r of dst embeds src[r]; dim (op_params[0]) is dst's row length */
+        return s0 != NULL && s0->type == GGML_TYPE_F32 && node->type == GGML_TYPE_F32 &&
+               node->ne[0] == op_param_i32(node, 0) && op_param_i32(node, 1) >= 1 && s0->ne[0] >= node->ne[1] &&
+               node->ne[2] == 1 && node->ne[3] == 1;
+    case GGML_OP_COUNT_EQUAL:
+        return s0 != NULL && s1 != NULL && s0->type == GGML_TYPE_I32 && s1->type == GGML_TYPE_I32 &&
+               node->type == GGML_TYPE_I64 && ggml_are_same_shape(s0, s1) && ggml_nelements(node) == 1;
+    case GGML_OP_ARGSORT:
+    case GGML_OP_TOP_K:
+        return sort_supported(node);
     case GGML_OP_CONCAT:
         return concat_supported(node);
     case GGML_OP_ROPE:
@@ -192,6 +281,8 @@ bool ggmlx_cuda_supports_op(const struct ggml_tensor * node) {
                (s1->type == GGML_TYPE_I32 || s1->type == GGML_TYPE_I64) && is_float(node->type) &&
                node->ne[0] == s0->ne[0] && node->ne[2] == s0->ne[2] && node->ne[3] == s0->ne[3] &&
                s1->ne[0] == s0->ne[1] && s1->ne[1] > 0 && s1->ne[2] > 0;
+    case GGML_OP_OUT_PROD:
+        return out_prod_supported(node);
     case GGML_OP_MUL_MAT: {
         if (s0 == NULL || s1 == NULL) {
             return false;
@@ -254,6 +345,9 @@ enum ggml_status ggmlx_cuda_compute_node(const struct ggmlx_cuda_exec * ex, stru
     case GGML_OP_DUP:
     case GGML_OP_CPY:
     case GGML_OP_CONT: {
+        if (!is_plain(node->type)) {
+            return ggmlx_cuda_launch_copy_bytes(ex, node->data, node->src[0]->data, ggml_nbytes(node), err, err_size);
+        }
         struct ggmlx_cuda_tdesc s, d;
         ggmlx_cuda_tdesc_of(node->src[0], &s);
         ggmlx_cuda_tdesc_of(node, &d);
@@ -267,11 +361,20 @@ enum ggml_status ggmlx_cuda_compute_node(const struct ggmlx_cuda_exec * ex, stru
     case GGML_OP_UNARY:
     case GGML_OP_SQR:
     case GGML_OP_SQRT:
+    case GGML_OP_LOG:
+    case GGML_OP_SIN:
+    case GGML_OP_COS:
+    case GGML_OP_CLAMP:
+    case GGML_OP_LEAKY_RELU:
     case GGML_OP_SCALE:
+    case GGML_OP_ADD1:
         return ggmlx_cuda_launch_unary(ex, node, err, err_size);
     case GGML_OP_NORM:
     case GGML_OP_RMS_NORM:
+    case GGML_OP_L2_NORM:
         return ggmlx_cuda_launch_norm(ex, node, err, err_size);
+    case GGML_OP_GROUP_NORM:
+        return ggmlx_cuda_launch_group_norm(ex, node, err, err_size);
     case GGML_OP_SOFT_MAX:
         return ggmlx_cuda_launch_soft_max(ex, node, err, err_size);
     case GGML_OP_GET_ROWS:
@@ -284,13 +387,27 @@ enum ggml_status ggmlx_cuda_compute_node(const struct ggmlx_cuda_exec * ex, stru
     case GGML_OP_REPEAT:
     case GGML_OP_CONCAT:
     case GGML_OP_DIAG_MASK_INF:
+    case GGML_OP_DIAG_MASK_ZERO:
         return ggmlx_cuda_launch_shape(ex, node, err, err_size);
+    case GGML_OP_PAD:
+    case GGML_OP_PAD_REFLECT_1D:
+        return ggmlx_cuda_launch_pad(ex, node, err, err_size);
+    case GGML_OP_ARANGE:
+    case GGML_OP_TIMESTEP_EMBEDDING:
+    case GGML_OP_CUMSUM:
+    case GGML_OP_COUNT_EQUAL:
+        return ggmlx_cuda_launch_misc(ex, node, err, err_size);
+    case GGML_OP_ARGSORT:
+    case GGML_OP_TOP_K:
+        return ggmlx_cuda_launch_argsort(ex, node, err, err_size);
     case GGML_OP_GLU:
         return ggmlx_cuda_launch_glu(ex, node, err, err_size);
     case GGML_OP_ROPE:
         return ggmlx_cuda_launch_rope(ex, node, err, err_size);
     case GGML_OP_SET_ROWS:
         return ggmlx_cuda_launch_set_rows(ex, node, err, err_size);
+    case GGML_OP_OUT_PROD:
+        return ggmlx_cuda_launch_out_prod(ex, node, err, err_size);
     case GGML_OP_MUL_MAT: {
         struct ggmlx_mm_plan plan;
         if (!mul_mat_plan(node, &plan, err, err_size)) {

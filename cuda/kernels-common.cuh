@@ -13,13 +13,16 @@
 #include <cuda_runtime.h>
 #include <stdio.h>
 
-/* one F32/F16/BF16 element as float; the dispatch rules out other types */
+/* one F32/F16/BF16 (or I32, for conversions) element as float; the dispatch rules out others */
 static __device__ __forceinline__ float ggmlx_dev_load(int type, const char * p) {
     if (type == GGML_TYPE_F16) {
         return ggmlx_fp16_to_fp32(*(const uint16_t *)p);
     }
     if (type == GGML_TYPE_BF16) {
         return ggmlx_bf16_to_fp32(*(const uint16_t *)p);
+    }
+    if (type == GGML_TYPE_I32) {
+        return (float)*(const int32_t *)p;
     }
     return *(const float *)p;
 }
@@ -29,6 +32,8 @@ static __device__ __forceinline__ void ggmlx_dev_store(int type, char * p, float
         *(uint16_t *)p = ggmlx_fp32_to_fp16(v);
     } else if (type == GGML_TYPE_BF16) {
         *(uint16_t *)p = ggmlx_fp32_to_bf16(v);
+    } else if (type == GGML_TYPE_I32) {
+        *(int32_t *)p = ggmlx_f32_to_i32_sat(v);
     } else {
         *(float *)p = v;
     }
@@ -104,6 +109,25 @@ static __device__ __forceinline__ float ggmlx_block_max(float v, float * buf) {
     }
     __syncthreads();
     return ggmlx_warp_max(lane < nw ? buf[lane] : -INFINITY);
+}
+
+static __device__ __forceinline__ double ggmlx_warp_sum_d(double v) {
+    for (int o = 16; o > 0; o >>= 1) {
+        v += __shfl_xor_sync(0xffffffffu, v, o);
+    }
+    return v;
+}
+
+/* as ggmlx_block_sum, in double (buf: 32 doubles) */
+static __device__ __forceinline__ double ggmlx_block_sum_d(double v, double * buf) {
+    const int lane = (int)(threadIdx.x & 31u), warp = (int)(threadIdx.x >> 5), nw = (int)(blockDim.x >> 5);
+    v = ggmlx_warp_sum_d(v);
+    __syncthreads();
+    if (lane == 0) {
+        buf[warp] = v;
+    }
+    __syncthreads();
+    return ggmlx_warp_sum_d(lane < nw ? buf[lane] : 0.0);
 }
 
 static inline dim3 ggmlx_grid(const ggmlx_cuda_launch & l) {

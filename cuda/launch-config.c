@@ -112,6 +112,30 @@ bool ggmlx_cuda_launch_softmax(const struct ggmlx_cuda_limits * lim, int64_t ne0
     return true;
 }
 
+bool ggmlx_cuda_launch_sort(const struct ggmlx_cuda_limits * lim, int64_t ne0, int64_t nrows,
+                            struct ggmlx_cuda_launch * out) {
+    if (!lc_limits_ok(lim) || out == NULL || ne0 < 0 || nrows < 0) {
+        return false;
+    }
+    int64_t npad = 1;
+    while (npad < ne0) {
+        npad *= 2;
+    }
+    /* indices are 16-bit, the padding included (a pad slot's index is its position) */
+    if (npad > 65536 || (uint64_t)npad * GGMLX_CUDA_SORT_ELEM_BYTES > lim->max_shmem_per_block) {
+        return false;
+    }
+    /* a thread per compare-exchange pair, at least a warp (the kernel waits at block barriers) */
+    struct ggmlx_cuda_launch l;
+    if (!ggmlx_cuda_launch_row(lim, npad / 2, nrows, GGMLX_CUDA_MAX_BLOCK, (size_t)npad * GGMLX_CUDA_SORT_ELEM_BYTES,
+                               &l)) {
+        return false;
+    }
+    l.variant = (int)npad;
+    *out      = l;
+    return true;
+}
+
 bool ggmlx_cuda_launch_1d(const struct ggmlx_cuda_limits * lim, int64_t n, struct ggmlx_cuda_launch * out) {
     if (!ggmlx_cuda_launch_elem(lim, n, 1, out)) {
         return false;

@@ -67,6 +67,16 @@ bool ggmlx_cuda_launch_row(const struct ggmlx_cuda_limits * lim, int64_t ne0, in
 bool ggmlx_cuda_launch_softmax(const struct ggmlx_cuda_limits * lim, int64_t ne0, int64_t nrows,
                                struct ggmlx_cuda_launch * out);
 
+/*
+ * ARGSORT / TOP_K: one block per row (ROW mapping), the row's 32-bit keys and 16-bit indices
+ * padded to a power of two (variant: that padded length) and sorted in shared memory. False
+ * when the padded row does not fit the shared memory or 16-bit indices (supports_op then says
+ * no); an empty row gives a padded length of 1.
+ */
+#define GGMLX_CUDA_SORT_ELEM_BYTES 6
+bool ggmlx_cuda_launch_sort(const struct ggmlx_cuda_limits * lim, int64_t ne0, int64_t nrows,
+                            struct ggmlx_cuda_launch * out);
+
 /* Pointer-array fill for batched GEMM: a 1-D ELEM launch over n entries. */
 bool ggmlx_cuda_launch_1d(const struct ggmlx_cuda_limits * lim, int64_t n, struct ggmlx_cuda_launch * out);
 

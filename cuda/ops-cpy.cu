@@ -2,7 +2,8 @@
  * ops-cpy.cu -- DUP, CPY, CONT (and the operand conversions of mul_mat): src's elements in
  * row-major logical order into dst, any shapes and strides on both sides. Equal types move
  * bytes (any element size of 1, 2, 4 or 8); F32, F16 and BF16 convert through float with the
- * shared rounding of ggml-math.h.
+ * shared rounding of ggml-math.h; I32 converts to and from them as the CPU does. Tensors of the
+ * same type (block-quantized too) that are both contiguous move as one run of bytes.
  */
 #include "kernels-common.cuh"
 
@@ -76,4 +77,16 @@ extern "C" enum ggml_status ggmlx_cuda_launch_copy(const struct ggmlx_cuda_exec 
     }
     k_copy<<<ggmlx_grid(l), ggmlx_block(l), 0, ex->stream>>>(*src, *dst, (int)es, same_shape);
     return ggmlx_after_launch(err, err_size, "copy");
+}
+
+extern "C" enum ggml_status ggmlx_cuda_launch_copy_bytes(const struct ggmlx_cuda_exec * ex, void * dst, const void * src,
+                                                         size_t n, char * err, size_t err_size) {
+    if (n == 0 || dst == src) {
+        return GGML_STATUS_SUCCESS;
+    }
+    const cudaError_t e = cudaMemcpyAsync(dst, src, n, cudaMemcpyDeviceToDevice, ex->stream);
+    if (e != cudaSuccess) {
+        return ggmlx_fail(err, err_size, "copy: cudaMemcpyAsync", cudaGetErrorString(e));
+    }
+    return GGML_STATUS_SUCCESS;
 }

@@ -6,25 +6,6 @@
  */
 #include "kernels-common.cuh"
 
-static __device__ __forceinline__ double warp_sum_d(double v) {
-    for (int o = 16; o > 0; o >>= 1) {
-        v += __shfl_xor_sync(0xffffffffu, v, o);
-    }
-    return v;
-}
-
-/* as ggmlx_block_sum, in double */
-static __device__ __forceinline__ double block_sum_d(double v, double * buf) {
-    const int lane = (int)(threadIdx.x & 31u), warp = (int)(threadIdx.x >> 5), nw = (int)(blockDim.x >> 5);
-    v = warp_sum_d(v);
-    __syncthreads();
-    if (lane == 0) {
-        buf[warp] = v;
-    }
-    __syncthreads();
-    return warp_sum_d(lane < nw ? buf[lane] : 0.0);
-}
-
 /* mode 0: SUM_ROWS, 1: MEAN (one block per row), 2: SUM (one block, every row) */
 __global__ void __launch_bounds__(GGMLX_CUDA_MAX_BLOCK)
 k_reduce(const ggmlx_cuda_tdesc src, const ggmlx_cuda_tdesc dst, int mode) {
@@ -39,7 +20,7 @@ k_reduce(const ggmlx_cuda_tdesc src, const ggmlx_cuda_tdesc dst, int mode) {
                 acc += ggmlx_dev_load(src.type, s + i * src.nb[0]);
             }
         }
-        acc = block_sum_d(acc, buf);
+        acc = ggmlx_block_sum_d(acc, buf);
         if (threadIdx.x == 0) {
             ggmlx_dev_store(dst.type, dst.data, (float)acc);
         }
@@ -51,7 +32,7 @@ k_reduce(const ggmlx_cuda_tdesc src, const ggmlx_cuda_tdesc dst, int mode) {
         for (int64_t i = threadIdx.x; i < ne0; i += blockDim.x) {
             acc += ggmlx_dev_load(src.type, s + i * src.nb[0]);
         }
-        acc = block_sum_d(acc, buf);
+        acc = ggmlx_block_sum_d(acc, buf);
         if (mode == 1) {
             acc = ne0 > 0 ? acc / (double)ne0 : (double)NAN;
         }

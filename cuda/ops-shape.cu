@@ -1,7 +1,7 @@
 /*
- * ops-shape.cu -- REPEAT (src tiled over dst's shape, same type, moved as bytes) and
- * DIAG_MASK_INF (F32: row i1 keeps columns 0 .. n_past + i1, the rest become -INF).
- * Both use the ELEM mapping over dst.
+ * ops-shape.cu -- REPEAT (src tiled over dst's shape, same type, moved as bytes), CONCAT and
+ * DIAG_MASK_INF / DIAG_MASK_ZERO (F32: row i1 keeps columns 0 .. n_past + i1, the rest become
+ * -INF or 0). All use the ELEM mapping over dst.
  */
 #include "kernels-common.cuh"
 
@@ -28,7 +28,7 @@ k_repeat(const ggmlx_cuda_tdesc src, const ggmlx_cuda_tdesc dst, int es) {
 }
 
 __global__ void __launch_bounds__(GGMLX_CUDA_ELEM_THREADS, 1)
-k_diag_mask_inf(const ggmlx_cuda_tdesc src, const ggmlx_cuda_tdesc dst, int64_t n_past) {
+k_diag_mask(const ggmlx_cuda_tdesc src, const ggmlx_cuda_tdesc dst, int64_t n_past, float fill) {
     const int64_t ne0   = dst.ne[0];
     const int64_t nrows = dst.ne[1] * dst.ne[2] * dst.ne[3];
     const int64_t sx = (int64_t)gridDim.x * blockDim.x, sy = (int64_t)gridDim.y * blockDim.y;
@@ -38,7 +38,7 @@ k_diag_mask_inf(const ggmlx_cuda_tdesc src, const ggmlx_cuda_tdesc dst, int64_t 
         char       *  pd   = dst.data + ggmlx_dev_row_offset(dst, r);
         const int64_t keep = n_past + i1 + 1;
         for (int64_t i0 = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i0 < ne0; i0 += sx) {
-            *(float *)(pd + i0 * dst.nb[0]) = i0 < keep ? *(const float *)(ps + i0 * src.nb[0]) : -INFINITY;
+            *(float *)(pd + i0 * dst.nb[0]) = i0 < keep ? *(const float *)(ps + i0 * src.nb[0]) : fill;
         }
     }
 }
@@ -96,6 +96,7 @@ extern "C" enum ggml_status ggmlx_cuda_launch_shape(const struct ggmlx_cuda_exec
     }
     int32_t n_past;
     memcpy(&n_past, node->op_params, sizeof n_past);
-    k_diag_mask_inf<<<ggmlx_grid(l), ggmlx_block(l), 0, ex->stream>>>(src, dst, (int64_t)n_past);
-    return ggmlx_after_launch(err, err_size, "diag_mask_inf");
+    const float fill = node->op == GGML_OP_DIAG_MASK_ZERO ? 0.0f : -INFINITY;
+    k_diag_mask<<<ggmlx_grid(l), ggmlx_block(l), 0, ex->stream>>>(src, dst, (int64_t)n_past, fill);
+    return ggmlx_after_launch(err, err_size, "diag_mask");
 }

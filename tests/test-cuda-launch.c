@@ -207,6 +207,83 @@ Test(cuda_launch, softmax_cache) {
     cr_assert_eq(l.shmem, 0);
 }
 
+/* replays the bitonic network of ops-sort.cu on the configuration's padded length and block */
+static void replay_bitonic(const struct ggmlx_cuda_launch * l, int64_t ne0) {
+    const int npad = l->variant, half = npad / 2;
+    uint32_t * key = malloc((size_t)npad * sizeof *key);
+    uint16_t * idx = malloc((size_t)npad * sizeof *idx);
+    cr_assert(key != NULL && idx != NULL);
+    /* few distinct keys, so the index tie-break decides most places */
+    for (int i = 0; i < npad; i++) {
+        key[i] = i < ne0 ? (uint32_t)((i * 7919u) % 5u) : 0xFFFFFFFFu;
+        idx[i] = (uint16_t)i;
+    }
+    for (int k = 2; k <= npad; k <<= 1) {
+        for (int j = k >> 1; j > 0; j >>= 1) {
+            for (uint32_t t = 0; t < l->block[0]; t++) {
+                for (int p = (int)t; p < half; p += (int)l->block[0]) {
+                    const int i = ((p & ~(j - 1)) << 1) | (p & (j - 1));
+                    const int m = i + j;
+                    const bool up = (i & k) == 0;
+                    const bool after = key[i] > key[m] || (key[i] == key[m] && idx[i] > idx[m]);
+                    if (after == up) {
+                        const uint32_t tk = key[i];
+                        key[i] = key[m], key[m] = tk;
+                        const uint16_t ti = idx[i];
+                        idx[i] = idx[m], idx[m] = ti;
+                    }
+                }
+            }
+        }
+    }
+    for (int i = 1; i < npad; i++) {
+        cr_assert(key[i - 1] < key[i] || (key[i - 1] == key[i] && idx[i - 1] < idx[i]),
+                  "padded length %d: places %d and %d out of order", npad, i - 1, i);
+    }
+    free(key);
+    free(idx);
+}
+
+Test(cuda_launch, sort_rows) {
+    struct ggmlx_cuda_limits lim;
+    ggmlx_cuda_limits_default(&lim);
+    for (int a = 0; a < N_SIZES; a++) {
+        const int64_t ne0 = k_sizes[a];
+        struct ggmlx_cuda_launch l;
+        const bool ok = ggmlx_cuda_launch_sort(&lim, ne0, 70000, &l);
+        /* keys and 16-bit indices padded to a power of two: 8192 of them fill 48 KiB */
+        cr_assert_eq(ok, ne0 <= 8192, "rows of %lld", (long long)ne0);
+        if (!ok) {
+            continue;
+        }
+        check_limits(&lim, &l);
+        cr_assert(l.variant >= ne0 && l.variant < 2 * (ne0 > 1 ? ne0 : 1), "padded %d for %lld", l.variant,
+                  (long long)ne0);
+        cr_assert_eq(l.variant & (l.variant - 1), 0, "padded length %d not a power of two", l.variant);
+        cr_assert_eq(l.shmem, (size_t)l.variant * GGMLX_CUDA_SORT_ELEM_BYTES);
+        cr_assert(l.block[0] % (uint32_t)lim.warp_size == 0);
+        check_cover_1d(70000, l.grid[0], 1);
+        replay_bitonic(&l, ne0);
+    }
+    const int64_t lens[] = { 4096, 4097, 8191, 8192 };
+    for (int a = 0; a < 4; a++) {
+        struct ggmlx_cuda_launch l;
+        cr_assert(ggmlx_cuda_launch_sort(&lim, lens[a], 3, &l));
+        check_limits(&lim, &l);
+        replay_bitonic(&l, lens[a]);
+    }
+    /* a device with less shared memory takes shorter rows only; 16-bit indices cap any device */
+    struct ggmlx_cuda_launch l;
+    lim.max_shmem_per_block = 6 * 1024;
+    cr_assert(ggmlx_cuda_launch_sort(&lim, 1024, 1, &l));
+    cr_assert_not(ggmlx_cuda_launch_sort(&lim, 1025, 1, &l));
+    lim.max_shmem_per_block = 1024 * 1024;
+    cr_assert(ggmlx_cuda_launch_sort(&lim, 65536, 1, &l));
+    cr_assert_not(ggmlx_cuda_launch_sort(&lim, 65537, 1, &l));
+    cr_assert_not(ggmlx_cuda_launch_sort(&lim, -1, 1, &l));
+    cr_assert_not(ggmlx_cuda_launch_sort(NULL, 1, 1, &l));
+}
+
 Test(cuda_launch, one_dimensional) {
     struct ggmlx_cuda_limits lim;
     ggmlx_cuda_limits_default(&lim);

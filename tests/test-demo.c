@@ -44,6 +44,10 @@ Test(demo, decoder_passes_on_1_and_2_threads) {
     expect_pass(demo_decoder, 2);
 }
 
+Test(demo, meta_check_passes) {
+    expect_pass(demo_meta, 2);
+}
+
 Test(demo, results_do_not_depend_on_the_thread_count) {
     struct demo_options o1 = options(1), o2 = options(2);
     struct demo_result r1, r2;

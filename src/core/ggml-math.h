@@ -5,8 +5,9 @@
  * exercise the very code the GPU runs. Keep it free of libc calls that CUDA lacks on the
  * device (fine: expf, tanhf, erff, sqrtf, powf, logf, sinf, cosf, fabsf, floorf, fmaxf).
  *
- * This file holds the number formats; activations are in ggml-math-act.h and rotary
- * embedding in ggml-math-rope.h, both included at the end.
+ * This file holds the number formats; activations are in ggml-math-act.h, rotary embedding in
+ * ggml-math-rope.h and the conversion, sort and generator rules in ggml-math-misc.h, all
+ * included at the end.
  */
 #ifndef GGMLX_MATH_H
 #define GGMLX_MATH_H
@@ -96,5 +97,6 @@ static inline GGMLX_HD uint16_t ggmlx_fp32_to_bf16(float f) {
 
 #include "ggml-math-act.h"
 #include "ggml-math-rope.h"
+#include "ggml-math-misc.h"
 
 #endif /* GGMLX_MATH_H */

@@ -16,22 +16,8 @@
 #    define CP_X86 0
 #endif
 
-/* float -> I32 without undefined behaviour: truncation toward zero, saturating, NaN -> 0 */
-static inline int32_t f32_to_i32_sat(float f) {
-    if (!(f == f)) {
-        return 0;
-    }
-    if (f >= 2147483648.0f) {
-        return INT32_MAX;
-    }
-    if (f <= -2147483648.0f) {
-        return INT32_MIN;
-    }
-    return (int32_t) f;
-}
-
 /*
- * Contiguous conversions with AVX-512, bit for bit the scalar ones above and in ggml-math.h
+ * Contiguous conversions with AVX-512, bit for bit the scalar ones of ggml-math.h
  * (the hardware's F16 conversions differ only on NaNs, which are rewritten to the scalar
  * results). GGMLX_COPY_KERNEL=portable turns them off, so tests can compare both.
  */
@@ -150,7 +136,7 @@ static void convert_run(enum ggml_type td, char * pd, size_t sd, enum ggml_type 
     }
     if (td == GGML_TYPE_I32) {
         for (int64_t i = 0; i < n; i++) {
-            const int32_t v = f32_to_i32_sat(ggmlx_load_f(ts, ps + i * ss));
+            const int32_t v = ggmlx_f32_to_i32_sat(ggmlx_load_f(ts, ps + i * ss));
             memcpy(pd + i * sd, &v, sizeof v);
         }
         return;

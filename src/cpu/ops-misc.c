@@ -107,36 +107,26 @@ void ggmlx_cpu_arange(const struct ggmlx_cpu_params * params, struct ggml_tensor
     ggmlx_cpu_split_rows(params, dst->ne[0], &i0, &i1);
     for (int64_t i = i0; i < i1; i++) {
         /* in float, as upstream computes it */
-        *(float *)((char *)dst->data + i * dst->nb[0]) = start + step * (float) i;
+        *(float *)((char *)dst->data + i * dst->nb[0]) = ggmlx_arange_f32(start, step, i);
     }
 }
 
 /* ---- TIMESTEP_EMBEDDING -------------------------------------------------------------------- */
 
-/*
- * Row i: [cos(t * f_0), ..., cos(t * f_{h-1}), sin(t * f_0), ..., sin(t * f_{h-1}) (, 0 when dim
- * is odd)] with h = dim / 2 and f_j = max_period^(-j / h). Computed in double: t * f_j reaches
- * thousands of radians, where a float argument would already be off in the fourth digit.
- */
+/* row r: the embedding of timestep r, element by element as ggml-math-misc.h defines it */
 void ggmlx_cpu_timestep_embedding(const struct ggmlx_cpu_params * params, struct ggml_tensor * dst) {
     const struct ggml_tensor * src = dst->src[0];
     const int64_t dim  = ggmlx_get_op_params_i32(dst, 0);
     const double  lmax = log((double) ggmlx_get_op_params_i32(dst, 1));
-    const int64_t half = dim / 2;
     const size_t  dnb0 = dst->nb[0];
 
     int64_t r0, r1;
     ggmlx_cpu_split_rows(params, dst->ne[1], &r0, &r1);
     for (int64_t r = r0; r < r1; r++) {
-        const double t = *(const float *)((const char *)src->data + r * src->nb[0]);
+        const float t = *(const float *)((const char *)src->data + r * src->nb[0]);
         char * d = (char *)dst->data + r * dst->nb[1];
-        for (int64_t j = 0; j < half; j++) {
-            const double arg = t * exp(-lmax * (double) j / (double) half);
-            *(float *)(d + j * dnb0)          = (float) cos(arg);
-            *(float *)(d + (j + half) * dnb0) = (float) sin(arg);
-        }
-        if (dim % 2 != 0) {
-            *(float *)(d + (dim - 1) * dnb0) = 0.0f;
+        for (int64_t i = 0; i < dim; i++) {
+            *(float *)(d + i * dnb0) = ggmlx_timestep_embedding_f32(t, i, dim, lmax);
         }
     }
 }

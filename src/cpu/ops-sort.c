@@ -13,8 +13,7 @@
  * work buffer: two key arrays and two index arrays of the row's length.
  */
 #include "cpu-ops.h"
-
-#include <math.h>
+#include "ggml-math.h"
 
 #define ROW_PTR(t, i1, i2, i3) ((char *)(t)->data + (i1) * (t)->nb[1] + (i2) * (t)->nb[2] + (i3) * (t)->nb[3])
 
@@ -22,20 +21,6 @@
 #define TOP_K_INSERT_MAX 16 /* k up to this: keep a sorted list of the best k */
 #define RADIX_BITS       11
 #define RADIX_SIZE       (1 << RADIX_BITS)
-
-/* the key of v: unsigned order = ascending order (desc: inverted), NaN largest, -0 == +0 */
-static inline uint32_t sort_key(float v, bool desc) {
-    uint32_t u;
-    if (isnan(v)) {
-        u = 0xFFFFFFFFu;
-    } else if (v == 0.0f) {
-        u = 0x80000000u;
-    } else {
-        memcpy(&u, &v, sizeof u);
-        u = (u & 0x80000000u) ? ~u : (u | 0x80000000u);
-    }
-    return desc ? ~u : u;
-}
 
 static size_t thread_slot(int64_t ne0) {
     return GGML_PAD((size_t) ne0 * 2 * (sizeof(uint32_t) + sizeof(int32_t)), 64);
@@ -132,7 +117,7 @@ static void sort_rows(const struct ggmlx_cpu_params * params, struct ggml_tensor
         const char * s = ROW_PTR(src, i1, i2, i3);
         char       * d = ROW_PTR(dst, i1, i2, i3);
         for (int64_t i = 0; i < ne0; i++) {
-            key[i] = sort_key(*(const float *)(s + i * snb0), desc);
+            key[i] = ggmlx_sort_key(*(const float *)(s + i * snb0), desc);
             idx[i] = (int32_t) i;
         }
         const int32_t * out = idx;

@@ -277,11 +277,27 @@ static void meta_clear_status(ggml_backend_t backend) {
     }
 }
 
+static void meta_set_tensor_async(ggml_backend_t backend, struct ggml_tensor * tensor, const void * data, size_t offset,
+                                  size_t size) {
+    struct meta_backend * mb = backend->context;
+    if (!meta_buffer_io_async(mb->simple, tensor, NULL, data, offset, size)) {
+        ggmlx_error("ggml_backend_tensor_set_async", "'%s' is not in a meta buffer", tensor->name);
+    }
+}
+
+static void meta_get_tensor_async(ggml_backend_t backend, const struct ggml_tensor * tensor, void * data, size_t offset,
+                                  size_t size) {
+    struct meta_backend * mb = backend->context;
+    if (!meta_buffer_io_async(mb->simple, tensor, data, NULL, offset, size)) {
+        ggmlx_error("ggml_backend_tensor_get_async", "'%s' is not in a meta buffer", tensor->name);
+    }
+}
+
 static const struct ggml_backend_i meta_backend_iface = {
     .get_name            = meta_get_name,
     .free                = meta_free,
-    .set_tensor_async    = NULL,
-    .get_tensor_async    = NULL,
+    .set_tensor_async    = meta_set_tensor_async,
+    .get_tensor_async    = meta_get_tensor_async,
     .set_tensor_2d_async = NULL,
     .get_tensor_2d_async = NULL,
     .cpy_tensor_async    = NULL,

@@ -228,26 +228,31 @@ static void whole_tensor(ggml_backend_buffer_t buf, struct ggml_tensor * w) {
     w->nb[1] = w->nb[2] = w->nb[3] = (size_t) w->ne[0];
 }
 
+/* queued on backend[d] when the job has backends, else done now */
 static void run_set(void * ud, size_t d, size_t full, size_t dev, size_t n) {
     struct io_job * j = ud;
-    struct ggml_tensor w;
-    whole_tensor(j->mb->bufs[d], &w);
-    ggml_backend_tensor_set(&w, j->src + (full - j->full_base), j->dev_base_off[d] + dev, n);
+    const void * src = j->src + (full - j->full_base);
+    if (j->backend[d] != NULL) {
+        ggml_backend_tensor_set_async(j->backend[d], &j->mb->whole[d], src, j->dev_base_off[d] + dev, n);
+    } else {
+        ggml_backend_tensor_set(&j->mb->whole[d], src, j->dev_base_off[d] + dev, n);
+    }
 }
 
 static void run_get(void * ud, size_t d, size_t full, size_t dev, size_t n) {
     struct io_job * j = ud;
-    struct ggml_tensor w;
-    whole_tensor(j->mb->bufs[d], &w);
-    ggml_backend_tensor_get(&w, j->dst + (full - j->full_base), j->dev_base_off[d] + dev, n);
+    void * dst = j->dst + (full - j->full_base);
+    if (j->backend[d] != NULL) {
+        ggml_backend_tensor_get_async(j->backend[d], &j->mb->whole[d], dst, j->dev_base_off[d] + dev, n);
+    } else {
+        ggml_backend_tensor_get(&j->mb->whole[d], dst, j->dev_base_off[d] + dev, n);
+    }
 }
 
 static void run_memset(void * ud, size_t d, size_t full, size_t dev, size_t n) {
     (void) full;
     struct io_job * j = ud;
-    struct ggml_tensor w;
-    whole_tensor(j->mb->bufs[d], &w);
-    ggml_backend_tensor_memset(&w, j->value, j->dev_base_off[d] + dev, n);
+    ggml_backend_tensor_memset(&j->mb->whole[d], j->value, j->dev_base_off[d] + dev, n);
 }
 
 /*
@@ -308,9 +313,9 @@ static void * meta_buffer_get_base(ggml_backend_buffer_t buffer) {
     return ((struct meta_buffer *) buffer->context)->base;
 }
 
-static void meta_buffer_set_tensor(ggml_backend_buffer_t buffer, struct ggml_tensor * tensor, const void * data,
-                                   size_t offset, size_t size) {
-    struct meta_buffer * mb = buffer->context;
+/* writes (queued on backends[d] when backends is not NULL) */
+static void meta_io_set(struct meta_buffer * mb, const struct ggml_tensor * tensor, const void * data, size_t offset,
+                        size_t size, ggml_backend_t * backends) {
     struct io_job j;
     struct meta_split s;
     const struct ggml_tensor * r;
@@ -319,11 +324,17 @@ static void meta_buffer_set_tensor(ggml_backend_buffer_t buffer, struct ggml_ten
     }
     j.src = data;
     const size_t n = mb->mdev->n;
+    if (backends != NULL) {
+        memcpy(j.backend, backends, n * sizeof *backends);
+    }
     if (s.axis == GGML_BACKEND_SPLIT_AXIS_PARTIAL) {
         /* the sum of the parts must be the data: device 0 holds it, the others zero */
         for_each_run(r, &s, n, 0, mb->compact, j.full_base, j.full_base + size, run_set, &j);
         j.value = 0;
         for (size_t d = 1; d < n; d++) {
+            if (backends != NULL) {
+                ggml_backend_synchronize(backends[d]); /* a memset is not queued */
+            }
             for_each_run(r, &s, n, d, mb->compact, j.full_base, j.full_base + size, run_memset, &j);
         }
         return;
@@ -331,6 +342,11 @@ static void meta_buffer_set_tensor(ggml_backend_buffer_t buffer, struct ggml_ten
     for (size_t d = 0; d < n; d++) {
         for_each_run(r, &s, n, d, mb->compact, j.full_base, j.full_base + size, run_set, &j);
     }
+}
+
+static void meta_buffer_set_tensor(ggml_backend_buffer_t buffer, struct ggml_tensor * tensor, const void * data,
+                                   size_t offset, size_t size) {
+    meta_io_set(buffer->context, tensor, data, offset, size, NULL);
 }
 
 /* adds n elements of src into dst, both of a float type */
@@ -362,9 +378,9 @@ static bool add_into(enum ggml_type type, uint8_t * dst, const uint8_t * src, si
     }
 }
 
-static void meta_buffer_get_tensor(ggml_backend_buffer_t buffer, const struct ggml_tensor * tensor, void * data,
-                                   size_t offset, size_t size) {
-    struct meta_buffer * mb = buffer->context;
+/* reads (queued on backends[d] when backends is not NULL, except partial sums: added on the host) */
+static void meta_io_get(struct meta_buffer * mb, const struct ggml_tensor * tensor, void * data, size_t offset,
+                        size_t size, ggml_backend_t * backends) {
     struct io_job j;
     struct meta_split s;
     const struct ggml_tensor * r;
@@ -373,6 +389,14 @@ static void meta_buffer_get_tensor(ggml_backend_buffer_t buffer, const struct gg
     }
     j.dst = data;
     const size_t n = mb->mdev->n;
+    if (backends != NULL && s.axis != GGML_BACKEND_SPLIT_AXIS_PARTIAL) {
+        memcpy(j.backend, backends, n * sizeof *backends);
+    }
+    if (backends != NULL && s.axis == GGML_BACKEND_SPLIT_AXIS_PARTIAL) {
+        for (size_t d = 0; d < n; d++) {
+            ggml_backend_synchronize(backends[d]); /* the sum is made on the host, after the parts are done */
+        }
+    }
     if (s.axis == GGML_BACKEND_SPLIT_AXIS_MIRRORED) {
         for_each_run(r, &s, n, 0, mb->compact, j.full_base, j.full_base + size, run_get, &j);
         return;
@@ -400,6 +424,25 @@ static void meta_buffer_get_tensor(ggml_backend_buffer_t buffer, const struct gg
     for (size_t d = 0; d < n; d++) {
         for_each_run(r, &s, n, d, mb->compact, j.full_base, j.full_base + size, run_get, &j);
     }
+}
+
+static void meta_buffer_get_tensor(ggml_backend_buffer_t buffer, const struct ggml_tensor * tensor, void * data,
+                                   size_t offset, size_t size) {
+    meta_io_get(buffer->context, tensor, data, offset, size, NULL);
+}
+
+bool meta_buffer_io_async(ggml_backend_t * backends, const struct ggml_tensor * tensor, void * host, const void * src,
+                          size_t offset, size_t size) {
+    struct meta_buffer * mb = meta_buffer_of(ggmlx_tensor_buffer(tensor));
+    if (mb == NULL) {
+        return false;
+    }
+    if (src != NULL) {
+        meta_io_set(mb, tensor, src, offset, size, backends);
+    } else {
+        meta_io_get(mb, tensor, host, offset, size, backends);
+    }
+    return true;
 }
 
 static void meta_buffer_memset_tensor(ggml_backend_buffer_t buffer, struct ggml_tensor * tensor, uint8_t value,
@@ -457,6 +500,9 @@ static ggml_backend_buffer_t meta_buffer_make(struct meta_device * m, ggml_backe
     mb->size    = size;
     pthread_mutex_init(&mb->lock, NULL);
     memcpy(mb->bufs, bufs, m->n * sizeof *bufs);
+    for (size_t d = 0; d < m->n; d++) {
+        whole_tensor(bufs[d], &mb->whole[d]);
+    }
     ggml_backend_buffer_t buf = ggml_backend_buffer_init(&m->buft, meta_buffer_iface, mb, size);
     if (buf == NULL) {
         pthread_mutex_destroy(&mb->lock);
@@ -666,4 +712,18 @@ size_t ggmlx_meta_buffer_device_size(ggml_backend_buffer_t buffer, size_t i) {
         return 0;
     }
     return mb->compact ? mb->dev_size[i] : ggml_backend_buffer_get_size(mb->bufs[i]);
+}
+
+ggml_backend_buffer_t ggml_backend_meta_alloc_ctx_tensors_from_buft(struct ggml_context * ctx,
+                                                                    ggml_backend_buffer_type_t buft) {
+    if (ctx == NULL || meta_device_of_buft(buft) == NULL) {
+        ggmlx_error(__func__, ctx == NULL ? "ctx is NULL" : "buft is not a meta buffer type");
+        return NULL;
+    }
+    if (!ggml_get_no_alloc(ctx)) {
+        ggmlx_error(__func__, "ctx must be a no_alloc context (its tensors have memory of their own)");
+        return NULL;
+    }
+    ggmlx_clear_last_error();
+    return meta_buft_alloc_ctx_tensors(buft, ctx);
 }

@@ -87,6 +87,7 @@ struct meta_buffer {
     size_t                    size;
     ggml_backend_buffer_t     bufs[META_MAX]; /* one per device */
     size_t                    dev_size[META_MAX]; /* COMPACT: bytes of pieces on each device */
+    struct ggml_tensor        whole[META_MAX];    /* each device's buffer as one tensor, for queued I/O */
     pthread_mutex_t           lock;           /* infos: compute records states from the queue caller */
     struct meta_tensor_info * infos;
     size_t                    n_infos, cap_infos;
@@ -112,6 +113,13 @@ struct meta_dev_view {
     void                * data;
     ggml_backend_buffer_t buffer;
 };
+/*
+ * Queued I/O of a meta tensor through the devices' backends: a write when src is not NULL, else
+ * a read into host. False when tensor is not in a meta buffer.
+ */
+bool meta_buffer_io_async(ggml_backend_t * backends, const struct ggml_tensor * tensor, void * host, const void * src,
+                          size_t offset, size_t size);
+
 bool meta_buffer_dev_view(const struct ggml_tensor * t, const struct meta_split * s, size_t d, struct meta_dev_view * out);
 
 /* ---- backend --------------------------------------------------------------------------------- */

@@ -11,6 +11,9 @@
  *   scheduler  an 8-layer decoder through the backend scheduler, its layers spread over the
  *              CUDA devices (else the SIM devices, else the CPU), checked against a CPU-only
  *              run, with tokens per second and a Chrome/Perfetto trace (demo-sched.h)
+ * and a fifth, tensor parallelism:
+ *   meta       a 4-layer decoder split across the CUDA devices (else the SIM devices, else the
+ *              CPU alone) as one meta device, checked against a CPU-only run (demo-meta.h)
  *
  * usage: ggml-demo [--seed N] [--threads N] [--json] [--trace FILE | --no-trace]
  * Exit status 0 when every check passes, 1 otherwise.
@@ -85,8 +88,8 @@ struct demo_result {
     double           ms;                /* the graph computation alone */
     char             device[64];        /* the device that computed it */
     char             error[768];        /* DEMO_ERROR: what failed and ggmlx_last_error() */
-    double           tokens_per_s;      /* the scheduler check; 0 for the others */
-    char             note[512];         /* the scheduler check: splits, waits, trace file */
+    double           tokens_per_s;      /* the scheduler and meta checks; 0 for the others */
+    char             note[512];         /* the scheduler and meta checks: how they ran */
 };
 
 static const char * demo_status_name(enum demo_status s) {
@@ -553,15 +556,19 @@ done:
 
 #include "demo-sched.h"
 
+/* ---- 5. a decoder split across the devices as one meta device (tensor parallelism) --------------- */
+
+#include "demo-meta.h"
+
 /* ---- the program ---------------------------------------------------------------------------------- */
 
 #ifndef GGMLX_DEMO_NO_MAIN
 
-#define DEMO_N_CHECKS 4
+#define DEMO_N_CHECKS 5
 #define DEMO_DEFAULT_TRACE "ggml-demo-trace.json"
 
 static void (*const demo_checks[DEMO_N_CHECKS])(const struct demo_options *, struct demo_result *) = {
-    demo_relu, demo_mlp, demo_decoder, demo_sched,
+    demo_relu, demo_mlp, demo_decoder, demo_sched, demo_meta,
 };
 
 static void print_text(const struct demo_result * r) {
