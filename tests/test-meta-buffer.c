@@ -90,8 +90,8 @@ static void assert_bytes_eq(const uint8_t * got, const uint8_t * want, size_t n,
     for (size_t i = 0; i < n; i++) {
         if (got[i] != want[i]) {
             const size_t es = ggml_type_size(t->type);
-            cr_assert_fail("%s: tensor %s, byte %zu (element %zu) is 0x%02x, want 0x%02x", what, t->name, i, i / es, got[i],
-                           want[i]);
+            cr_assert_fail("%s: tensor %s, byte %zu (element %zu) is 0x%02x, want 0x%02x (last error: %s)", what, t->name, i,
+                           i / es, got[i], want[i], last_err());
         }
     }
 }
@@ -337,7 +337,7 @@ Test(meta_buffer, mixed_states_in_one_buffer, .init = four_sims) {
     struct tdesc td[6] = {
         { "w0", GGML_TYPE_F32, { 32, 12, 1, 1 }, split_even(1, 4, 12) },
         { "w1", GGML_TYPE_F16, { 32, 12, 1, 1 }, split_even(0, 4, 32) },
-        { "w2", GGML_TYPE_F32, { 7, 1, 1, 1 }, split_mirrored() },
+        { "w2", GGML_TYPE_F32, { 7, 2, 1, 1 }, split_mirrored() },
         { "w3", GGML_TYPE_F32, { 5, 3, 9, 1 }, split_even(2, 4, 9) },
         { "w4", GGML_TYPE_F16, { 3, 3, 3, 6 }, split_even(3, 4, 6) },
         { "w5", GGML_TYPE_F32, { 17, 11, 1, 1 }, split_list(1, 1, (const int64_t[]) { 11, 0, 0, 0 }, 4) },
@@ -345,15 +345,23 @@ Test(meta_buffer, mixed_states_in_one_buffer, .init = four_sims) {
     run_case(4, td, 6);
 }
 
-/* quantized weights: axis 0 shares are whole blocks, other axes are rows of blocks */
-Test(meta_buffer, quantized_q4_0_and_q8_0) {
-    struct tdesc td[4] = {
-        { "q4.cols", GGML_TYPE_Q4_0, { 128, 4, 1, 1 }, split_list(0, 1, (const int64_t[]) { 32, 96 }, 2) },
+/* quantized weights: rows of blocks split along axis 1, and mirrored */
+Test(meta_buffer, quantized_split_by_rows) {
+    struct tdesc td[3] = {
         { "q4.rows", GGML_TYPE_Q4_0, { 64, 6, 1, 1 }, split_list(1, 1, (const int64_t[]) { 2, 4 }, 2) },
-        { "q8.cols", GGML_TYPE_Q8_0, { 96, 3, 1, 1 }, split_list(0, 2, (const int64_t[]) { 32, 0, 32, 32 }, 4) },
+        { "q8.rows", GGML_TYPE_Q8_0, { 32, 9, 2, 1 }, split_list(2, 1, (const int64_t[]) { 1, 1 }, 2) },
         { "q8.mirrored", GGML_TYPE_Q8_0, { 64, 5, 1, 1 }, split_mirrored() },
     };
-    run_case(2, td, 4);
+    run_case(2, td, 3);
+}
+
+/* along axis 0 each device's share is whole blocks (ffn_down, attn_output of a quantized model) */
+Test(meta_buffer, quantized_split_along_axis_0) {
+    struct tdesc td[2] = {
+        { "q4.cols", GGML_TYPE_Q4_0, { 128, 4, 1, 1 }, split_list(0, 1, (const int64_t[]) { 32, 96 }, 2) },
+        { "q8.cols", GGML_TYPE_Q8_0, { 96, 3, 1, 1 }, split_list(0, 2, (const int64_t[]) { 32, 0, 32, 32 }, 4) },
+    };
+    run_case(2, td, 2);
 }
 
 Test(meta_buffer, quantized_axis_0_share_must_be_whole_blocks) {
