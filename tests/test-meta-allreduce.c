@@ -477,6 +477,87 @@ Test(meta_allreduce, event_after_a_split_computation) {
     check_event_after_compute(split_even(1, 2, 6));
 }
 
+/*
+ * The event must stand for every device's work, not the first's: device 1 gets nearly all rows
+ * of a large product (tens of ms on one SIM thread), device 0 one row. The output is filled with a NaN pattern
+ * first and read with no synchronize of the meta backend (buffer reads do not wait, rule 5), so
+ * a wait that covered only device 0 reads NaNs.
+ */
+enum { EV_K = 1024, EV_N = 1024, EV_M = 768 };
+
+static float ev_w(int n, int k) {
+    return (float) ((n * 7 + k * 3) % 13) * 0.0625f - 0.375f;
+}
+
+static float ev_x(int k, int m) {
+    return (float) ((k * 5 + m) % 9) * 0.125f - 0.5f;
+}
+
+static void check_event_covers_every_device(bool wait_on_cpu) {
+    float * w = malloc(sizeof(float) * EV_K * EV_N);
+    float * x = malloc(sizeof(float) * EV_K * EV_M);
+    float * y = malloc(sizeof(float) * EV_N * EV_M);
+    cr_assert(w != NULL && x != NULL && y != NULL);
+    for (int n = 0; n < EV_N; n++) {
+        for (int k = 0; k < EV_K; k++) {
+            w[n * EV_K + k] = ev_w(n, k);
+        }
+    }
+    for (int m = 0; m < EV_M; m++) {
+        for (int k = 0; k < EV_K; k++) {
+            x[m * EV_K + k] = ev_x(k, m);
+        }
+    }
+    struct meta_run r;
+    meta_run_weights(&r, 2, split_list(1, 1, (const int64_t[]) { 1, EV_N - 1 }, 2), EV_K, EV_N, w);
+    struct ggml_tensor * xt = ggml_new_tensor_2d(r.gctx, GGML_TYPE_F32, EV_K, EV_M);
+    ggml_set_input(xt);
+    struct ggml_tensor * out = ggml_mul_mat(r.gctx, r.w, xt);
+    meta_run_alloc(&r, out);
+    ggml_backend_tensor_set(xt, x, 0, sizeof(float) * EV_K * EV_M);
+    ggml_backend_tensor_memset(out, 0xff, 0, ggml_nbytes(out)); /* NaN */
+
+    ggml_backend_event_t ev = ggml_backend_event_new(r.meta);
+    cr_assert_not_null(ev, "%s", last_err());
+    ggml_backend_t cpu = ggml_backend_cpu_init();
+    cr_assert_not_null(cpu);
+    cr_assert_eq(ggml_backend_graph_compute_async(r.be, r.gf), GGML_STATUS_SUCCESS, "%s", last_err());
+    ggml_backend_event_record(ev, r.be);
+    if (wait_on_cpu) {
+        ggml_backend_event_wait(cpu, ev);
+        ggml_backend_synchronize(cpu);
+    } else {
+        ggml_backend_event_synchronize(ev);
+    }
+    ggml_backend_tensor_get(out, y, 0, sizeof(float) * EV_N * EV_M);
+    for (int i = 0; i < EV_N * EV_M; i++) {
+        cr_assert(isfinite(y[i]), "%s: y[%d, %d] is not computed yet", wait_on_cpu ? "event_wait on the CPU" : "event_synchronize",
+                  i % EV_N, i / EV_N);
+    }
+    for (int i = 0; i < EV_N * EV_M; i += 97) {
+        const int n = i % EV_N, m = i / EV_N;
+        double want = 0;
+        for (int k = 0; k < EV_K; k++) {
+            want += (double) ev_w(n, k) * (double) ev_x(k, m);
+        }
+        cr_assert_float_eq(y[i], want, 1e-3, "y[%d, %d]", n, m);
+    }
+    ggml_backend_event_free(ev);
+    ggml_backend_free(cpu);
+    meta_run_free(&r);
+    free(y);
+    free(x);
+    free(w);
+}
+
+Test(meta_allreduce, event_wait_on_the_cpu_covers_every_device) {
+    check_event_covers_every_device(true);
+}
+
+Test(meta_allreduce, event_synchronize_covers_every_device) {
+    check_event_covers_every_device(false);
+}
+
 /* an event never recorded counts as done */
 Test(meta_allreduce, unrecorded_meta_event_is_done) {
     split_table_init(&g_tab);
