@@ -190,19 +190,25 @@ static void race_run(struct race * r, void * const * uds) {
     }
 }
 
+/* rounds of the race, each about a new device, so the cache grows while threads look it up */
+#define N_ROUNDS 64
+
 Test(meta_api, threads_creating_the_same_device_get_one_pointer) {
     (void) sim_dev(0); /* fix the registry before the race: the race is about the meta cache */
-    void * uds[N_THREADS];
-    for (int i = 0; i < N_THREADS; i++) {
-        uds[i] = &g_ud_a;
+    static int round_ud[N_ROUNDS];
+    for (int k = 0; k < N_ROUNDS; k++) {
+        void * uds[N_THREADS];
+        for (int i = 0; i < N_THREADS; i++) {
+            uds[i] = &round_ud[k];
+        }
+        struct race r[N_THREADS];
+        race_run(r, uds);
+        for (int i = 1; i < N_THREADS; i++) {
+            cr_assert_eq(r[i].result, r[0].result, "round %d: thread %d got another device", k, i);
+        }
+        ggml_backend_dev_t devs[2] = { sim_dev(0), sim_dev(1) };
+        cr_assert_eq(ggml_backend_meta_device(devs, 2, split_fn_a, &round_ud[k]), r[0].result);
     }
-    struct race r[N_THREADS];
-    race_run(r, uds);
-    for (int i = 1; i < N_THREADS; i++) {
-        cr_assert_eq(r[i].result, r[0].result, "thread %d got another device", i);
-    }
-    ggml_backend_dev_t devs[2] = { sim_dev(0), sim_dev(1) };
-    cr_assert_eq(ggml_backend_meta_device(devs, 2, split_fn_a, &g_ud_a), r[0].result);
 }
 
 Test(meta_api, threads_creating_different_devices_get_distinct_pointers) {
