@@ -119,10 +119,11 @@ static void assert_all_summed(const struct per_dev * p) {
                 mag += fabs(value_of(type, k, j));
             }
             const double tol = type == GGML_TYPE_F32 ? 4e-7 * mag * (double) p->n + 1e-6 : 0.0;
-            if (fabs((double) got[j] - want) > tol) {
+            const double g = got[j];
+            if (fabs(g - want) > tol) {
                 free(got);
                 cr_assert_fail("n=%zu %s: device %zu element %lld is %.9g, want %.9g", p->n, ggml_type_name(type), i,
-                               (long long) j, (double) got[j], want);
+                               (long long) j, g, want);
             }
         }
         free(got);
@@ -143,10 +144,11 @@ static void assert_all_summed_twice(const struct per_dev * p) {
             /* F16/BF16: |n * sum| <= 5 * 40, an integer both types hold exactly */
             const double want = (double) p->n * once;
             const double tol = type == GGML_TYPE_F32 ? 1e-6 * fabs(want) * (double) p->n + 1e-5 : 0.0;
-            if (fabs((double) got[j] - want) > tol) {
+            const double g = got[j];
+            if (fabs(g - want) > tol) {
                 free(got);
                 cr_assert_fail("second reduction, n=%zu %s: device %zu element %lld is %.9g, want %.9g", p->n,
-                               ggml_type_name(type), i, (long long) j, (double) got[j], want);
+                               ggml_type_name(type), i, (long long) j, g, want);
             }
         }
         free(got);
