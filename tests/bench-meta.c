@@ -8,6 +8,10 @@
  * thread each). Each row: best and median of N runs (default 5) after one warm-up call, in ms,
  * and GB/s = bytes of one device's tensor / best time (the figure NCCL reports as "algbw").
  * The first call's result is checked against the sum, so a broken reduction is never timed.
+ * ggmlx_meta_allreduce_generic allocates its scratch tensors on every call; the "meta graph" rows
+ * show what a meta backend pays instead (scratch kept between graphs): a graph whose only work
+ * is a product split along K (one column per device, so the product itself is cheap) and whose
+ * output, a partial sum of the same size, is reduced at the end of the graph.
  * On this machine the SIM devices share 2 vCPUs with the caller: the numbers are the host's copy
  * and add bandwidth, not a GPU's. --quick uses 64 KiB and 1 MiB and one run (a smoke run);
  * --json prints JSON instead of the markdown table.
@@ -26,9 +30,10 @@
 #include <string.h>
 
 #define MAX_DEVS 4
-#define MAX_ROWS 8
+#define MAX_ROWS 16
 
 struct row {
+    const char * what;
     int    n_devs;
     size_t bytes;
     int    runs;
@@ -120,6 +125,7 @@ static int bench_allreduce(int n_devs, size_t bytes, int runs) {
     const struct bench_stats st = bench_stats_of(times, runs);
     if (g_n_rows < MAX_ROWS) {
         struct row * row = &g_rows[g_n_rows++];
+        row->what = "allreduce_generic_f32";
         row->n_devs = n_devs;
         row->bytes = bytes;
         row->runs = runs;
@@ -140,6 +146,131 @@ err_free:
     return rc;
 }
 
+/* the meta device's split: w (K = n_devs columns) one column per device, everything else mirrored */
+static struct ggml_backend_meta_split_state split_w_along_k(const struct ggml_tensor * t, void * ud) {
+    const int n_devs = *(const int *) ud;
+    struct ggml_backend_meta_split_state s;
+    memset(&s, 0, sizeof s);
+    s.n_segments = 1;
+    s.axis = GGML_BACKEND_SPLIT_AXIS_MIRRORED;
+    if (strcmp(t->name, "w") == 0) {
+        s.axis = GGML_BACKEND_SPLIT_AXIS_0;
+        for (int d = 0; d < n_devs; d++) {
+            s.ne[d] = 1;
+        }
+    }
+    return s;
+}
+
+/* y [1024, M] = w [n_devs, 1024]^T x [n_devs, M] on a meta backend: y is a partial sum, reduced */
+static int bench_meta_graph(int n_devs, size_t bytes, int runs) {
+    static int n_of[MAX_DEVS + 1] = { 0, 1, 2, 3, 4 };
+    const int64_t N = 1024, M = (int64_t) (bytes / sizeof(float)) / N, K = n_devs;
+    ggml_backend_dev_t devs[MAX_DEVS];
+    for (int d = 0; d < n_devs; d++) {
+        char name[16];
+        snprintf(name, sizeof name, "SIM%d", d);
+        devs[d] = ggml_backend_dev_by_name(name);
+    }
+    ggml_backend_dev_t meta = ggml_backend_meta_device(devs, (size_t) n_devs, split_w_along_k, &n_of[n_devs]);
+    ggml_backend_t be = meta ? ggml_backend_dev_init(meta, NULL) : NULL;
+    struct ggml_context * wctx = NULL, * gctx = NULL;
+    ggml_backend_buffer_t wbuf = NULL;
+    ggml_gallocr_t ga = NULL;
+    float * host = malloc(sizeof(float) * (size_t) (K * (N > M ? N : M)));
+    double * times = malloc(sizeof(double) * (size_t) runs);
+    int rc = 1;
+    if (be == NULL || host == NULL || times == NULL) {
+        fprintf(stderr, "meta backend over %d devices: %s\n", n_devs, err());
+        goto err_free;
+    }
+    const struct ggml_init_params wp = { 2 * ggml_tensor_overhead(), NULL, true };
+    const struct ggml_init_params gp = { 8 * ggml_tensor_overhead() + ggml_graph_overhead(), NULL, true };
+    wctx = ggml_init(wp);
+    gctx = ggml_init(gp);
+    if (wctx == NULL || gctx == NULL) {
+        fprintf(stderr, "ggml_init failed\n");
+        goto err_free;
+    }
+    struct ggml_tensor * w = ggml_new_tensor_2d(wctx, GGML_TYPE_F32, K, N);
+    ggml_set_name(w, "w");
+    wbuf = ggml_backend_alloc_ctx_tensors_from_buft(wctx, ggml_backend_dev_buffer_type(meta));
+    if (wbuf == NULL) {
+        fprintf(stderr, "meta weights: %s\n", err());
+        goto err_free;
+    }
+    for (int64_t i = 0; i < K * N; i++) {
+        host[i] = 1.0f; /* y[n, m] = sum over k of x[k, m] */
+    }
+    ggml_backend_tensor_set(w, host, 0, ggml_nbytes(w));
+    struct ggml_tensor * x = ggml_new_tensor_2d(gctx, GGML_TYPE_F32, K, M);
+    ggml_set_input(x);
+    struct ggml_tensor * y = ggml_mul_mat(gctx, w, x);
+    ggml_set_output(y);
+    struct ggml_cgraph * gf = ggml_new_graph(gctx);
+    ggml_build_forward_expand(gf, y);
+    ga = ggml_gallocr_new(ggml_backend_dev_buffer_type(meta));
+    if (ga == NULL || !ggml_gallocr_alloc_graph(ga, gf)) {
+        fprintf(stderr, "meta compute buffer (%zu bytes on each device): %s\n", bytes, err());
+        goto err_free;
+    }
+    for (int64_t m = 0; m < M; m++) {
+        for (int64_t k = 0; k < K; k++) {
+            host[m * K + k] = 0.25f * (float) (k + 1);
+        }
+    }
+    ggml_backend_tensor_set(x, host, 0, ggml_nbytes(x));
+
+    /* warm-up, checked: every y is the sum of a column of x, and it was reduced on the devices */
+    ggmlx_meta_reset_stats(be);
+    if (ggml_backend_graph_compute(be, gf) != GGML_STATUS_SUCCESS) {
+        fprintf(stderr, "meta graph over %d devices: %s\n", n_devs, err());
+        goto err_free;
+    }
+    struct ggmlx_meta_stats st;
+    const float want = 0.25f * (float) (K * (K + 1) / 2);
+    float probe[2];
+    ggml_backend_tensor_get(y, &probe[0], 0, sizeof(float));
+    ggml_backend_tensor_get(y, &probe[1], ggml_nbytes(y) - sizeof(float), sizeof(float));
+    if (!ggmlx_meta_get_stats(be, &st) || st.n_allreduce_generic + st.n_allreduce_comm < 1 || probe[0] != want ||
+        probe[1] != want) {
+        fprintf(stderr, "meta graph over %d devices: y = %g, %g (want %g), %llu reductions\n", n_devs, (double) probe[0],
+                (double) probe[1], (double) want, (unsigned long long) (st.n_allreduce_generic + st.n_allreduce_comm));
+        goto err_free;
+    }
+
+    for (int r = 0; r < runs; r++) {
+        const double t0 = bench_now_us();
+        if (ggml_backend_graph_compute(be, gf) != GGML_STATUS_SUCCESS) {
+            fprintf(stderr, "meta graph over %d devices: %s\n", n_devs, err());
+            goto err_free;
+        }
+        times[r] = bench_now_us() - t0;
+    }
+    const struct bench_stats bs = bench_stats_of(times, runs);
+    if (g_n_rows < MAX_ROWS) {
+        struct row * row = &g_rows[g_n_rows++];
+        row->what = "meta_graph_partial_f32";
+        row->n_devs = n_devs;
+        row->bytes = (size_t) (N * M) * sizeof(float);
+        row->runs = runs;
+        row->best_ms = times[0] * 1e-3;
+        row->median_ms = bs.median * 1e-3;
+        row->gbps = (double) row->bytes / (times[0] * 1e-6) / 1e9;
+    }
+    rc = 0;
+
+err_free:
+    ggml_gallocr_free(ga);
+    ggml_backend_buffer_free(wbuf);
+    ggml_free(gctx);
+    ggml_free(wctx);
+    ggml_backend_free(be);
+    free(times);
+    free(host);
+    return rc;
+}
+
 static void size_label(char * out, size_t n, size_t bytes) {
     if (bytes >= ((size_t) 1 << 20)) {
         snprintf(out, n, "%zu MiB", bytes >> 20);
@@ -149,13 +280,13 @@ static void size_label(char * out, size_t n, size_t bytes) {
 }
 
 static void print_markdown(void) {
-    printf("| all-reduce (generic, F32) | devices | size | best ms | median ms | GB/s |\n");
+    printf("| reduction (F32, SIM devices) | devices | size | best ms | median ms | GB/s |\n");
     printf("|---|---:|---:|---:|---:|---:|\n");
     for (int i = 0; i < g_n_rows; i++) {
         const struct row * r = &g_rows[i];
         char size[32];
         size_label(size, sizeof size, r->bytes);
-        printf("| SIM x%d | %d | %s | %.3f | %.3f | %.2f |\n", r->n_devs, r->n_devs, size, r->best_ms, r->median_ms, r->gbps);
+        printf("| %s | %d | %s | %.3f | %.3f | %.2f |\n", r->what, r->n_devs, size, r->best_ms, r->median_ms, r->gbps);
     }
 }
 
@@ -163,9 +294,9 @@ static void print_json(void) {
     printf("{\n  \"build\": \"%s\",\n  \"results\": [\n", ggmlx_build_info());
     for (int i = 0; i < g_n_rows; i++) {
         const struct row * r = &g_rows[i];
-        printf("    {\"name\": \"allreduce_generic_f32\", \"devices\": %d, \"bytes\": %zu, \"runs\": %d, \"best_ms\": %.6g, "
+        printf("    {\"name\": \"%s\", \"devices\": %d, \"bytes\": %zu, \"runs\": %d, \"best_ms\": %.6g, "
                "\"median_ms\": %.6g, \"gb_per_s\": %.6g}%s\n",
-               r->n_devs, r->bytes, r->runs, r->best_ms, r->median_ms, r->gbps, i + 1 < g_n_rows ? "," : "");
+               r->what, r->n_devs, r->bytes, r->runs, r->best_ms, r->median_ms, r->gbps, i + 1 < g_n_rows ? "," : "");
     }
     printf("  ]\n}\n");
 }
@@ -204,6 +335,10 @@ int main(int argc, char ** argv) {
     for (int i = 0; i < 2; i++) {
         rc |= bench_allreduce(n_devs[i], small, runs);
         rc |= bench_allreduce(n_devs[i], large, runs);
+    }
+    for (int i = 0; i < 2; i++) {
+        rc |= bench_meta_graph(n_devs[i], small, runs);
+        rc |= bench_meta_graph(n_devs[i], large, runs);
     }
     if (json) {
         print_json();
