@@ -584,9 +584,12 @@ Test(meta_allreduce, unrecorded_meta_event_is_done) {
 enum { MM_K = 16, MM_N = 8, MM_M = 3 };
 
 struct mm_case {
-    int  axis;
-    bool x_is_weight;
-    bool sqr_after;
+    int     axis;
+    bool    x_is_weight;
+    bool    sqr_after;
+    size_t  n_devs;                     /* 0: 2 */
+    int64_t lens[N_SIMS];               /* the split of w; all 0: even */
+    bool    poison;                     /* NaN in the product's memory before computing */
 };
 
 static struct ggmlx_meta_stats run_mul_mat(struct mm_case c) {
@@ -598,7 +601,14 @@ static struct ggmlx_meta_stats run_mul_mat(struct mm_case c) {
         x[i] = (float) ((i * 3) % 7) * 0.25f - 0.75f;
     }
     struct meta_run r;
-    meta_run_weights(&r, 2, split_even(c.axis, 2, c.axis == 0 ? MM_K : MM_N), MM_K, MM_N, w);
+    const size_t n_devs = c.n_devs ? c.n_devs : 2;
+    const int64_t extent = c.axis == 0 ? MM_K : MM_N;
+    bool given = false;
+    for (size_t d = 0; d < n_devs; d++) {
+        given = given || c.lens[d] != 0;
+    }
+    meta_run_weights(&r, n_devs, given ? split_list(c.axis, 1, c.lens, n_devs) : split_even(c.axis, n_devs, extent), MM_K,
+                     MM_N, w);
     struct ggml_tensor * xt;
     struct ggml_context * xctx = NULL;
     ggml_backend_buffer_t xbuf = NULL;
@@ -615,13 +625,16 @@ static struct ggmlx_meta_stats run_mul_mat(struct mm_case c) {
         ggml_set_name(xt, "x");
         ggml_set_input(xt);
     }
-    struct ggml_tensor * out = ggml_mul_mat(r.gctx, r.w, xt);
-    if (c.sqr_after) {
-        out = ggml_sqr(r.gctx, out);
-    }
+    struct ggml_tensor * prod = ggml_mul_mat(r.gctx, r.w, xt);
+    struct ggml_tensor * out = c.sqr_after ? ggml_sqr(r.gctx, prod) : prod;
     meta_run_alloc(&r, out);
     if (!c.x_is_weight) {
         ggml_backend_tensor_set(xt, x, 0, sizeof x);
+    }
+    if (c.poison) {
+        /* a device whose share is empty must still contribute zeros, not what the memory held */
+        ggml_backend_tensor_memset(prod, 0xff, 0, ggml_nbytes(prod));
+        ggml_backend_tensor_memset(out, 0xff, 0, ggml_nbytes(out));
     }
     ggmlx_meta_reset_stats(r.be);
     cr_assert_eq(ggml_backend_graph_compute(r.be, r.gf), GGML_STATUS_SUCCESS, "%s", last_err());
@@ -635,7 +648,7 @@ static struct ggmlx_meta_stats run_mul_mat(struct mm_case c) {
             if (c.sqr_after) {
                 want *= want;
             }
-            cr_assert_float_eq(y[m * MM_N + n], want, 1e-5, "axis %d, x %s%s: y[%d, %d]", c.axis,
+            cr_assert_float_eq(y[m * MM_N + n], want, 1e-5, "%zu devices, axis %d, x %s%s: y[%d, %d]", n_devs, c.axis,
                                c.x_is_weight ? "a weight" : "an input", c.sqr_after ? ", sqr" : "", n, m);
         }
     }
@@ -675,4 +688,61 @@ Test(meta_allreduce, mul_mat_split_along_k_is_reduced_before_a_nonlinear_op) {
     cr_assert_geq(st.n_subgraphs, 2, "the graph is cut at the reduction");
     cr_assert_geq(st.bytes_reduced, sizeof(float) * MM_N * MM_M, "at least y's bytes were reduced, %llu counted",
                   (unsigned long long) st.bytes_reduced);
+}
+
+/* reductions inside a graph over 3, 4 and 5 devices (folded in when not a power of two) */
+Test(meta_allreduce, mul_mat_along_k_over_three_to_five_devices) {
+    for (size_t n = 3; n <= N_SIMS; n++) {
+        const struct ggmlx_meta_stats st = run_mul_mat((struct mm_case) { .axis = 0, .sqr_after = true, .n_devs = n });
+        cr_assert_geq(st.n_allreduce_generic, 1, "%zu devices", n);
+    }
+}
+
+/* a device with nothing to do along K adds zeros; one with no rows makes none */
+Test(meta_allreduce, mul_mat_with_an_empty_share) {
+    run_mul_mat((struct mm_case) { .axis = 0, .sqr_after = true, .lens = { 0, MM_K }, .poison = true });
+    run_mul_mat((struct mm_case) { .axis = 0, .sqr_after = true, .n_devs = 3, .lens = { 6, 0, 10 }, .poison = true });
+    run_mul_mat((struct mm_case) { .axis = 1, .sqr_after = true, .lens = { 0, MM_N }, .poison = true });
+    run_mul_mat((struct mm_case) { .axis = 1, .x_is_weight = true, .n_devs = 3, .lens = { 3, 5, 0 }, .poison = true });
+}
+
+/*
+ * A fused weight: two segments along its output rows, so each device has rows of both. Upstream
+ * computes this (fused QKV); here it may also be refused, but only with an error status and a
+ * message, never with wrong values.
+ */
+Test(meta_allreduce, mul_mat_with_a_two_segment_weight_is_right_or_refused) {
+    float w[MM_K * MM_N], x[MM_K * MM_M], y[MM_N * MM_M];
+    for (int i = 0; i < MM_K * MM_N; i++) {
+        w[i] = (float) ((i * 5) % 11) * 0.125f - 0.5f;
+    }
+    for (int i = 0; i < MM_K * MM_M; i++) {
+        x[i] = (float) ((i * 3) % 7) * 0.25f - 0.75f;
+    }
+    struct meta_run r;
+    meta_run_weights(&r, 2, split_list(1, 2, (const int64_t[]) { 3, 1, 2, 2 }, 4), MM_K, MM_N, w);
+    struct ggml_tensor * xt = ggml_new_tensor_2d(r.gctx, GGML_TYPE_F32, MM_K, MM_M);
+    ggml_set_input(xt);
+    struct ggml_tensor * out = ggml_mul_mat(r.gctx, r.w, xt);
+    meta_run_alloc(&r, out);
+    ggml_backend_tensor_set(xt, x, 0, sizeof x);
+    g_n_errors = 0;
+    const enum ggml_status st = ggml_backend_graph_compute(r.be, r.gf);
+    if (st != GGML_STATUS_SUCCESS) {
+        cr_log_info("two-segment weight in a split product refused: %s", last_err());
+        ASSERT_ERROR();
+        meta_run_free(&r);
+        return;
+    }
+    ggml_backend_tensor_get(out, y, 0, sizeof y);
+    for (int m = 0; m < MM_M; m++) {
+        for (int n = 0; n < MM_N; n++) {
+            double want = 0;
+            for (int k = 0; k < MM_K; k++) {
+                want += (double) w[n * MM_K + k] * (double) x[m * MM_K + k];
+            }
+            cr_assert_float_eq(y[m * MM_N + n], want, 1e-5, "y[%d, %d]", n, m);
+        }
+    }
+    meta_run_free(&r);
 }
