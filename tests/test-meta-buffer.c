@@ -7,6 +7,7 @@
  * state is an error for that allocation that leaves the tensors unallocated.
  */
 #include "meta-fixture.h"
+#include "ggml-cpu.h"
 
 #include <stdlib.h>
 
@@ -606,6 +607,115 @@ Test(meta_buffer, retry_after_a_malformed_state) {
     ggml_backend_buffer_t buf = ggml_backend_alloc_ctx_tensors_from_buft(ctx, ggml_backend_dev_buffer_type(meta));
     cr_assert_not_null(buf, "%s", last_err());
     check_tensor_io(w, 5);
+    ggml_backend_buffer_free(buf);
+    ggml_free(ctx);
+}
+
+/* ---- queued I/O, copies to and from other buffers, views ------------------------------------------ */
+
+/* set_async/get_async through the meta backend: each device's part on its own queue */
+Test(meta_buffer, async_set_and_get_through_the_meta_backend, .init = four_sims) {
+    split_table_init(&g_tab);
+    split_table_add(&g_tab, "w", split_list(1, 2, (const int64_t[]) { 2, 1, 0, 3, 1, 1, 2, 2 }, 8));
+    ggml_backend_dev_t meta = meta_over_sims(4, &g_tab);
+    ggml_backend_t be = ggml_backend_dev_init(meta, NULL);
+    cr_assert_not_null(be, "%s", last_err());
+    struct ggml_context * ctx = meta_ctx_new(2);
+    struct ggml_tensor * w = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, 10, 12);
+    ggml_set_name(w, "w");
+    ggml_backend_buffer_t buf = ggml_backend_alloc_ctx_tensors(ctx, be);
+    cr_assert_not_null(buf, "%s", last_err());
+    const size_t nb = ggml_nbytes(w);
+    uint8_t * model = malloc(nb), * got = malloc(nb);
+    cr_assert(model != NULL && got != NULL);
+    fill_pattern(model, nb, 11);
+    ggml_backend_tensor_set_async(be, w, model, 0, nb);
+    /* a range from the middle of row 1 to the middle of row 9, queued behind the whole write */
+    const size_t off = 15 * sizeof(float), size = 78 * sizeof(float);
+    fill_pattern(got, size, 12);
+    memcpy(model + off, got, size);
+    ggml_backend_tensor_set_async(be, w, got, off, size);
+    ggml_backend_synchronize(be);
+    memset(got, 0xee, nb);
+    ggml_backend_tensor_get_async(be, w, got, 0, nb);
+    ggml_backend_synchronize(be);
+    assert_bytes_eq(got, model, nb, w, "set_async/get_async");
+    memset(got, 0xee, nb);
+    ggml_backend_tensor_get_async(be, w, got, off, size);
+    ggml_backend_synchronize(be);
+    assert_bytes_eq(got, model + off, size, w, "get_async of a range");
+    ASSERT_NO_ERROR();
+    free(got);
+    free(model);
+    ggml_backend_buffer_free(buf);
+    ggml_free(ctx);
+    ggml_backend_free(be);
+}
+
+/* ggml_backend_tensor_copy between a split weight and a CPU tensor, both ways */
+Test(meta_buffer, copy_to_and_from_a_cpu_tensor) {
+    split_table_init(&g_tab);
+    split_table_add(&g_tab, "w", split_list(0, 1, (const int64_t[]) { 3, 5 }, 2));
+    ggml_backend_dev_t meta = meta_over_sims(2, &g_tab);
+    struct ggml_context * mctx = meta_ctx_new(2), * cctx = meta_ctx_new(2);
+    struct ggml_tensor * w = ggml_new_tensor_2d(mctx, GGML_TYPE_F32, 8, 6);
+    ggml_set_name(w, "w");
+    struct ggml_tensor * h = ggml_new_tensor_2d(cctx, GGML_TYPE_F32, 8, 6);
+    ggml_set_name(h, "h");
+    ggml_backend_buffer_t mbuf = ggml_backend_alloc_ctx_tensors_from_buft(mctx, ggml_backend_dev_buffer_type(meta));
+    ggml_backend_buffer_t cbuf = ggml_backend_alloc_ctx_tensors_from_buft(cctx, ggml_backend_cpu_buffer_type());
+    cr_assert(mbuf != NULL && cbuf != NULL, "%s", last_err());
+    const size_t nb = ggml_nbytes(w);
+    uint8_t model[8 * 6 * 4], got[8 * 6 * 4] = { 0 };
+    fill_pattern(model, nb, 21);
+    ggml_backend_tensor_set(w, model, 0, nb);
+    ggml_backend_tensor_copy(w, h);
+    memcpy(got, h->data, nb); /* host memory */
+    assert_bytes_eq(got, model, nb, h, "meta -> CPU");
+    fill_pattern(model, nb, 22);
+    memcpy(h->data, model, nb);
+    ggml_backend_tensor_copy(h, w);
+    assert_tensor_is(w, model, "CPU -> meta");
+    ASSERT_NO_ERROR();
+    ggml_backend_buffer_free(cbuf);
+    ggml_backend_buffer_free(mbuf);
+    ggml_free(cctx);
+    ggml_free(mctx);
+}
+
+/* a view of part of a split weight cannot be read piecewise here: an error, not a crash or junk */
+Test(meta_buffer, partial_view_of_a_split_weight_is_an_error_or_right) {
+    split_table_init(&g_tab);
+    split_table_add(&g_tab, "w", split_list(1, 1, (const int64_t[]) { 2, 4 }, 2));
+    ggml_backend_dev_t meta = meta_over_sims(2, &g_tab);
+    struct ggml_context * ctx = meta_ctx_new(4);
+    struct ggml_tensor * w = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, 8, 6);
+    ggml_set_name(w, "w");
+    struct ggml_tensor * row3 = ggml_view_1d(ctx, w, 8, 3 * w->nb[1]);
+    ggml_set_name(row3, "w.row3");
+    ggml_backend_buffer_t buf = ggml_backend_alloc_ctx_tensors_from_buft(ctx, ggml_backend_dev_buffer_type(meta));
+    cr_assert_not_null(buf, "%s", last_err());
+    float x[48], y[8];
+    for (int i = 0; i < 48; i++) {
+        x[i] = (float) i;
+    }
+    ggml_backend_tensor_set(w, x, 0, sizeof x);
+    for (int i = 0; i < 8; i++) {
+        y[i] = -1.0f;
+    }
+    g_n_errors = 0;
+    ggmlx_clear_last_error();
+    ggml_backend_tensor_get(row3, y, 0, sizeof y);
+    if (ggmlx_last_error() != NULL) {
+        cr_log_info("a partial view of a split weight is refused: %s", ggmlx_last_error());
+        ASSERT_ERROR();
+    } else {
+        cr_assert_arr_eq(y, x + 24, sizeof y, "a view's read, when it is allowed, gives its elements");
+    }
+    /* the weight itself is untouched either way */
+    float z[48];
+    ggml_backend_tensor_get(w, z, 0, sizeof z);
+    cr_assert_arr_eq(z, x, sizeof x);
     ggml_backend_buffer_free(buf);
     ggml_free(ctx);
 }
