@@ -746,3 +746,56 @@ Test(meta_allreduce, mul_mat_with_a_two_segment_weight_is_right_or_refused) {
     }
     meta_run_free(&r);
 }
+
+/* the CPU as one of the devices: its part computes on the host, reductions copy to and from it */
+Test(meta_allreduce, sim_and_cpu_device_reduce) {
+    float w[MM_K * MM_N], x[MM_K * MM_M], y[MM_N * MM_M];
+    for (int i = 0; i < MM_K * MM_N; i++) {
+        w[i] = (float) ((i * 5) % 11) * 0.125f - 0.5f;
+    }
+    for (int i = 0; i < MM_K * MM_M; i++) {
+        x[i] = (float) ((i * 3) % 7) * 0.25f - 0.75f;
+    }
+    split_table_init(&g_tab);
+    split_table_add(&g_tab, "w", split_list(0, 1, (const int64_t[]) { 6, 10 }, 2));
+    ggml_backend_dev_t devs[2] = { sim_dev(0), ggml_backend_dev_by_type(GGML_BACKEND_DEVICE_TYPE_CPU) };
+    cr_assert_not_null(devs[1]);
+    ggml_backend_dev_t meta = ggml_backend_meta_device(devs, 2, split_from_table, &g_tab);
+    cr_assert_not_null(meta, "%s", last_err());
+    ggml_backend_t be = ggml_backend_dev_init(meta, NULL);
+    cr_assert_not_null(be, "%s", last_err());
+    struct ggml_context * wctx = meta_ctx_new(2), * gctx = meta_ctx_new(8);
+    struct ggml_tensor * wt = ggml_new_tensor_2d(wctx, GGML_TYPE_F32, MM_K, MM_N);
+    ggml_set_name(wt, "w");
+    ggml_backend_buffer_t wbuf = ggml_backend_alloc_ctx_tensors_from_buft(wctx, ggml_backend_dev_buffer_type(meta));
+    cr_assert_not_null(wbuf, "%s", last_err());
+    ggml_backend_tensor_set(wt, w, 0, sizeof w);
+    struct ggml_tensor * xt = ggml_new_tensor_2d(gctx, GGML_TYPE_F32, MM_K, MM_M);
+    ggml_set_input(xt);
+    struct ggml_tensor * out = ggml_sqr(gctx, ggml_mul_mat(gctx, wt, xt));
+    ggml_set_output(out);
+    struct ggml_cgraph * gf = ggml_new_graph(gctx);
+    ggml_build_forward_expand(gf, out);
+    ggml_gallocr_t ga = ggml_gallocr_new(ggml_backend_dev_buffer_type(meta));
+    cr_assert(ggml_gallocr_alloc_graph(ga, gf), "%s", last_err());
+    ggml_backend_tensor_set(xt, x, 0, sizeof x);
+    cr_assert_eq(ggml_backend_graph_compute(be, gf), GGML_STATUS_SUCCESS, "%s", last_err());
+    ggml_backend_tensor_get(out, y, 0, sizeof y);
+    for (int m = 0; m < MM_M; m++) {
+        for (int n = 0; n < MM_N; n++) {
+            double want = 0;
+            for (int k = 0; k < MM_K; k++) {
+                want += (double) w[n * MM_K + k] * (double) x[m * MM_K + k];
+            }
+            cr_assert_float_eq(y[m * MM_N + n], want * want, 1e-5, "y[%d, %d]", n, m);
+        }
+    }
+    struct ggmlx_meta_stats st;
+    cr_assert(ggmlx_meta_get_stats(be, &st));
+    cr_assert_geq(st.n_allreduce_generic, 1);
+    ggml_gallocr_free(ga);
+    ggml_backend_buffer_free(wbuf);
+    ggml_free(gctx);
+    ggml_free(wctx);
+    ggml_backend_free(be);
+}
