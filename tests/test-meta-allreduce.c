@@ -799,3 +799,59 @@ Test(meta_allreduce, sim_and_cpu_device_reduce) {
     ggml_free(wctx);
     ggml_backend_free(be);
 }
+
+/* ---- limits: 16 devices, and a device out of memory ----------------------------------------------- */
+
+static void sixteen_sims(void) {
+    meta_configure(GGML_BACKEND_META_MAX_DEVICES, 8 * MiB);
+}
+
+Test(meta_allreduce, sixteen_devices, .init = sixteen_sims) {
+    ggml_backend_t be[GGML_BACKEND_META_MAX_DEVICES];
+    struct ggml_context * ctx[GGML_BACKEND_META_MAX_DEVICES];
+    ggml_backend_buffer_t buf[GGML_BACKEND_META_MAX_DEVICES];
+    struct ggml_tensor * t[GGML_BACKEND_META_MAX_DEVICES];
+    enum { NE = 1000 };
+    float x[NE];
+    for (int d = 0; d < GGML_BACKEND_META_MAX_DEVICES; d++) {
+        be[d] = sim_backend(d);
+        ctx[d] = meta_ctx_new(1);
+        t[d] = ggml_new_tensor_1d(ctx[d], GGML_TYPE_F32, NE);
+        buf[d] = ggml_backend_alloc_ctx_tensors(ctx[d], be[d]);
+        cr_assert_not_null(buf[d], "%s", last_err());
+        for (int j = 0; j < NE; j++) {
+            x[j] = (float) (d * NE + j);
+        }
+        ggml_backend_tensor_set(t[d], x, 0, sizeof x);
+    }
+    cr_assert_eq(ggmlx_meta_allreduce_generic(be, t, GGML_BACKEND_META_MAX_DEVICES), GGML_STATUS_SUCCESS, "%s", last_err());
+    for (int d = 0; d < GGML_BACKEND_META_MAX_DEVICES; d++) {
+        ggml_backend_tensor_get(t[d], x, 0, sizeof x);
+        for (int j = 0; j < NE; j++) {
+            /* sum over d' of d' NE + j = 120 NE + 16 j, exact in F32 */
+            cr_assert_eq(x[j], (float) (120 * NE + 16 * j), "device %d element %d: %g", d, j, (double) x[j]);
+        }
+    }
+    for (int d = 0; d < GGML_BACKEND_META_MAX_DEVICES; d++) {
+        ggml_backend_buffer_free(buf[d]);
+        ggml_free(ctx[d]);
+        ggml_backend_free(be[d]);
+    }
+}
+
+static void tiny_sims(void) {
+    meta_configure(2, 1 * MiB);
+}
+
+/* a 640 KiB tensor fills a 1 MiB device: no room for the scratch copy */
+Test(meta_allreduce, out_of_device_memory_is_alloc_failed, .init = tiny_sims) {
+    struct per_dev p;
+    per_dev_new(&p, 2, GGML_TYPE_F32, 1024, 160);
+    fill_all(&p);
+    struct snapshot s = snap(&p);
+    const enum ggml_status st = ggmlx_meta_allreduce_generic(p.be, p.t, 2);
+    cr_assert_eq(st, GGML_STATUS_ALLOC_FAILED, "status %d: %s", (int) st, last_err());
+    ASSERT_ERROR();
+    assert_unchanged(&p, &s, "out of memory");
+    per_dev_free(&p);
+}

@@ -719,3 +719,20 @@ Test(meta_buffer, partial_view_of_a_split_weight_is_an_error_or_right) {
     ggml_backend_buffer_free(buf);
     ggml_free(ctx);
 }
+
+static void sixteen_sims(void) {
+    meta_configure(GGML_BACKEND_META_MAX_DEVICES, 8 * MiB);
+}
+
+/* the most devices a meta device may have, some with empty shares */
+Test(meta_buffer, sixteen_devices, .init = sixteen_sims) {
+    int64_t lens[GGML_BACKEND_META_MAX_DEVICES];
+    for (int d = 0; d < GGML_BACKEND_META_MAX_DEVICES; d++) {
+        lens[d] = d % 5 == 4 ? 0 : 2; /* 13 devices with 2 rows, 3 with none: 26 rows */
+    }
+    struct tdesc td[2] = {
+        { "w16", GGML_TYPE_F32, { 9, 26, 1, 1 }, split_list(1, 1, lens, GGML_BACKEND_META_MAX_DEVICES) },
+        { "m16", GGML_TYPE_F16, { 12, 2, 1, 1 }, split_mirrored() },
+    };
+    run_case(GGML_BACKEND_META_MAX_DEVICES, td, 2);
+}
