@@ -855,3 +855,32 @@ Test(meta_allreduce, out_of_device_memory_is_alloc_failed, .init = tiny_sims) {
     assert_unchanged(&p, &s, "out of memory");
     per_dev_free(&p);
 }
+
+/* only a backend of the event's device may record it (docs/async.md rule 6) */
+Test(meta_allreduce, recording_on_the_wrong_backend_is_an_error) {
+    split_table_init(&g_tab);
+    ggml_backend_dev_t meta = meta_over_sims(2, &g_tab);
+    ggml_backend_t mbe = ggml_backend_dev_init(meta, NULL);
+    ggml_backend_t sim = sim_backend(0);
+    cr_assert_not_null(mbe, "%s", last_err());
+    ggml_backend_event_t mev = ggml_backend_event_new(meta);
+    ggml_backend_event_t sev = ggml_backend_event_new(sim_dev(0));
+    cr_assert(mev != NULL && sev != NULL, "%s", last_err());
+    ggml_backend_event_record(mev, sim);
+    ASSERT_ERROR();
+    ggml_backend_event_record(sev, mbe);
+    ASSERT_ERROR();
+    /* the right pairings still work, and a meta backend can wait for a plain event */
+    ggml_backend_event_record(sev, sim);
+    ggml_backend_event_wait(mbe, sev);
+    ggml_backend_event_record(mev, mbe);
+    ggml_backend_event_wait(sim, mev);
+    ggml_backend_synchronize(sim);
+    ggml_backend_synchronize(mbe);
+    ggml_backend_event_synchronize(mev);
+    ASSERT_NO_ERROR();
+    ggml_backend_event_free(sev);
+    ggml_backend_event_free(mev);
+    ggml_backend_free(sim);
+    ggml_backend_free(mbe);
+}
