@@ -17,6 +17,7 @@
 #include "test-errlog.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define MiB ((size_t) 1 << 20)
@@ -25,8 +26,13 @@ static inline const char * last_err(void) {
     return ggmlx_last_error() ? ggmlx_last_error() : "(none)";
 }
 
+/* GGMLX_SIM_CHAOS, when set, is passed on: results must not depend on queue timing */
 static inline void meta_configure(int n_devices, size_t memory) {
-    const struct ggmlx_sim_config cfg = { .n_devices = n_devices, .memory_limit = memory, .n_threads = 1 };
+    const char * chaos = getenv("GGMLX_SIM_CHAOS");
+    const struct ggmlx_sim_config cfg = {
+        .n_devices = n_devices, .memory_limit = memory, .n_threads = 1,
+        .chaos_seed = chaos ? strtoull(chaos, NULL, 10) : 0,
+    };
     cr_assert(ggmlx_sim_configure(&cfg), "ggmlx_sim_configure: %s", last_err());
     ggml_log_set(count_log, NULL);
     g_n_errors = 0;
