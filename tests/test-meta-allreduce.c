@@ -884,3 +884,81 @@ Test(meta_allreduce, recording_on_the_wrong_backend_is_an_error) {
     ggml_backend_free(sim);
     ggml_backend_free(mbe);
 }
+
+/*
+ * Graphs are rebuilt every step, often in the same context memory, so a tensor struct of the next
+ * graph can sit where a split result of the last one sat. What the meta buffer remembers about
+ * the old tensor must not apply to the new one: here an input of graph 2 takes the place of
+ * graph 1's row-split product, and is then used whole.
+ */
+Test(meta_allreduce, a_new_graph_in_reused_context_memory_starts_clean) {
+    float w[MM_K * MM_N], x[MM_K * MM_M], y[MM_N * MM_M];
+    for (int i = 0; i < MM_K * MM_N; i++) {
+        w[i] = (float) ((i * 5) % 11) * 0.125f - 0.5f;
+    }
+    for (int i = 0; i < MM_K * MM_M; i++) {
+        x[i] = (float) ((i * 3) % 7) * 0.25f - 0.75f;
+    }
+    struct meta_run r;
+    meta_run_weights(&r, 2, split_even(1, 2, MM_N), MM_K, MM_N, w);
+    static uint8_t mem[64 * 1024];
+    const struct ggml_init_params ip = { sizeof mem, mem, true };
+    ggml_gallocr_t ga = ggml_gallocr_new(ggml_backend_dev_buffer_type(r.meta));
+    cr_assert_not_null(ga);
+
+    /* graph 1: y = w x, y split by rows */
+    struct ggml_context * c1 = ggml_init(ip);
+    struct ggml_tensor * x1 = ggml_new_tensor_2d(c1, GGML_TYPE_F32, MM_K, MM_M);
+    ggml_set_input(x1);
+    struct ggml_tensor * y1 = ggml_mul_mat(c1, r.w, x1);
+    ggml_set_output(y1);
+    /* a large second input, so that graph 2 fits in the same compute buffer */
+    struct ggml_tensor * big = ggml_new_tensor_2d(c1, GGML_TYPE_F32, 256, 64);
+    ggml_set_input(big);
+    struct ggml_tensor * s1 = ggml_sum(c1, big);
+    ggml_set_output(s1);
+    struct ggml_cgraph * g1 = ggml_new_graph_custom(c1, 16, false);
+    ggml_build_forward_expand(g1, y1);
+    ggml_build_forward_expand(g1, s1);
+    cr_assert(ggml_gallocr_alloc_graph(ga, g1), "%s", last_err());
+    const size_t size1 = ggml_gallocr_get_buffer_size(ga, 0);
+    ggml_backend_tensor_set(x1, x, 0, sizeof x);
+    ggml_backend_tensor_memset(big, 0, 0, ggml_nbytes(big));
+    cr_assert_eq(ggml_backend_graph_compute(r.be, g1), GGML_STATUS_SUCCESS, "%s", last_err());
+    const struct ggml_tensor * old_y = y1;
+    ggml_free(c1);
+
+    /* graph 2 in the same memory: a first input, then u where y was, then z = w u */
+    struct ggml_context * c2 = ggml_init(ip);
+    struct ggml_tensor * a2 = ggml_new_tensor_2d(c2, GGML_TYPE_F32, MM_N, MM_M);
+    ggml_set_input(a2);
+    struct ggml_tensor * u2 = ggml_new_tensor_2d(c2, GGML_TYPE_F32, MM_K, MM_M);
+    ggml_set_input(u2);
+    cr_assert_eq((const void *) u2, (const void *) old_y, "the test needs u to take y's place");
+    struct ggml_tensor * z2 = ggml_add(c2, ggml_mul_mat(c2, r.w, u2), a2);
+    ggml_set_output(z2);
+    struct ggml_cgraph * g2 = ggml_new_graph_custom(c2, 16, false);
+    ggml_build_forward_expand(g2, z2);
+    cr_assert(ggml_gallocr_alloc_graph(ga, g2), "%s", last_err());
+    cr_assert_eq(ggml_gallocr_get_buffer_size(ga, 0), size1, "graph 2 must reuse graph 1's compute buffer");
+    float a[MM_N * MM_M];
+    for (int i = 0; i < MM_N * MM_M; i++) {
+        a[i] = 0.5f * (float) (i % 5);
+    }
+    ggml_backend_tensor_set(a2, a, 0, sizeof a);
+    ggml_backend_tensor_set(u2, x, 0, sizeof x);
+    cr_assert_eq(ggml_backend_graph_compute(r.be, g2), GGML_STATUS_SUCCESS, "%s", last_err());
+    ggml_backend_tensor_get(z2, y, 0, sizeof y);
+    for (int m = 0; m < MM_M; m++) {
+        for (int n = 0; n < MM_N; n++) {
+            double want = a[m * MM_N + n];
+            for (int k = 0; k < MM_K; k++) {
+                want += (double) w[n * MM_K + k] * (double) x[m * MM_K + k];
+            }
+            cr_assert_float_eq(y[m * MM_N + n], want, 1e-5, "z[%d, %d]", n, m);
+        }
+    }
+    ggml_free(c2);
+    ggml_gallocr_free(ga);
+    meta_run_free(&r);
+}
