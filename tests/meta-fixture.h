@@ -151,4 +151,53 @@ static inline struct ggml_context * meta_ctx_new(size_t n_tensors) {
     return ctx;
 }
 
+/* ---- a weight on a meta backend and a graph using it ------------------------------------------- */
+
+/* w [ne0, ne1] F32 in a meta weight buffer, split as state (table's entry "w"); graphs in gctx */
+struct meta_run {
+    ggml_backend_dev_t    meta;
+    ggml_backend_t        be;
+    struct ggml_context * wctx, * gctx;
+    ggml_backend_buffer_t wbuf;
+    struct ggml_tensor  * w;
+    struct ggml_cgraph  * gf;
+    ggml_gallocr_t        ga;
+};
+
+static inline void meta_run_weights(struct meta_run * r, size_t n_devs, struct split_table * tab,
+                                    struct ggml_backend_meta_split_state state, int64_t ne0, int64_t ne1, const float * w) {
+    memset(r, 0, sizeof *r);
+    split_table_init(tab);
+    split_table_add(tab, "w", state);
+    r->meta = meta_over_sims(n_devs, tab);
+    r->be = ggml_backend_dev_init(r->meta, NULL);
+    cr_assert_not_null(r->be, "%s", last_err());
+    r->wctx = meta_ctx_new(2);
+    r->w = ggml_new_tensor_2d(r->wctx, GGML_TYPE_F32, ne0, ne1);
+    ggml_set_name(r->w, "w");
+    r->wbuf = ggml_backend_alloc_ctx_tensors_from_buft(r->wctx, ggml_backend_dev_buffer_type(r->meta));
+    cr_assert_not_null(r->wbuf, "%s", last_err());
+    ggml_backend_buffer_set_usage(r->wbuf, GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
+    ggml_backend_tensor_set(r->w, w, 0, ggml_nbytes(r->w));
+    r->gctx = meta_ctx_new(16);
+}
+
+/* allocates gf (built by the caller in r->gctx) in a meta compute buffer */
+static inline void meta_run_alloc(struct meta_run * r, struct ggml_tensor * out) {
+    ggml_set_output(out);
+    r->gf = ggml_new_graph(r->gctx);
+    ggml_build_forward_expand(r->gf, out);
+    r->ga = ggml_gallocr_new(ggml_backend_dev_buffer_type(r->meta));
+    cr_assert_not_null(r->ga);
+    cr_assert(ggml_gallocr_alloc_graph(r->ga, r->gf), "gallocr: %s", last_err());
+}
+
+static inline void meta_run_free(struct meta_run * r) {
+    ggml_gallocr_free(r->ga);
+    ggml_free(r->gctx);
+    ggml_backend_buffer_free(r->wbuf);
+    ggml_free(r->wctx);
+    ggml_backend_free(r->be);
+}
+
 #endif /* GGMLX_META_FIXTURE_H */

@@ -1,9 +1,10 @@
 /*
  * test-meta-allreduce.c -- the generic all-reduce (ggmlx_meta_allreduce_generic) over 1 to 5 SIM
  * backends: every tensor ends as the element-wise sum, in F32, F16 and BF16, for power-of-two and
- * other counts; bad arguments are errors that change no tensor. Then a meta backend's events
- * (recorded after a computation, waited for by the CPU backend and by the host) and, through
- * small computations, the meta backend's reductions as its stats count them.
+ * other counts, up to 16 devices; bad arguments are errors that change no tensor, and a device
+ * without room for the scratch is ALLOC_FAILED. Then a meta backend's events: recorded after a
+ * computation, waited for by the CPU backend and by the host, covering every device. Graphs and
+ * the reductions inside them are in test-meta-compute.c.
  */
 #include "meta-fixture.h"
 
@@ -385,56 +386,9 @@ Test(meta_allreduce, unallocated_tensor) {
     per_dev_free(&p);
 }
 
-/* ---- a meta backend: events and reductions -------------------------------------------------------- */
+/* ---- a meta backend's events ---------------------------------------------------------------------- */
 
 static struct split_table g_tab;
-
-/* x [16, 6] F32 in a meta weight buffer split as state; y = op(x) on the meta backend */
-struct meta_run {
-    ggml_backend_dev_t    meta;
-    ggml_backend_t        be;
-    struct ggml_context * wctx, * gctx;
-    ggml_backend_buffer_t wbuf;
-    struct ggml_tensor  * w;
-    struct ggml_cgraph  * gf;
-    ggml_gallocr_t        ga;
-};
-
-static void meta_run_weights(struct meta_run * r, size_t n_devs, struct ggml_backend_meta_split_state state, int64_t ne0,
-                             int64_t ne1, const float * w) {
-    memset(r, 0, sizeof *r);
-    split_table_init(&g_tab);
-    split_table_add(&g_tab, "w", state);
-    r->meta = meta_over_sims(n_devs, &g_tab);
-    r->be = ggml_backend_dev_init(r->meta, NULL);
-    cr_assert_not_null(r->be, "%s", last_err());
-    r->wctx = meta_ctx_new(2);
-    r->w = ggml_new_tensor_2d(r->wctx, GGML_TYPE_F32, ne0, ne1);
-    ggml_set_name(r->w, "w");
-    r->wbuf = ggml_backend_alloc_ctx_tensors_from_buft(r->wctx, ggml_backend_dev_buffer_type(r->meta));
-    cr_assert_not_null(r->wbuf, "%s", last_err());
-    ggml_backend_buffer_set_usage(r->wbuf, GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
-    ggml_backend_tensor_set(r->w, w, 0, ggml_nbytes(r->w));
-    r->gctx = meta_ctx_new(16);
-}
-
-/* allocates gf (built by the caller in r->gctx) in a meta compute buffer */
-static void meta_run_alloc(struct meta_run * r, struct ggml_tensor * out) {
-    ggml_set_output(out);
-    r->gf = ggml_new_graph(r->gctx);
-    ggml_build_forward_expand(r->gf, out);
-    r->ga = ggml_gallocr_new(ggml_backend_dev_buffer_type(r->meta));
-    cr_assert_not_null(r->ga);
-    cr_assert(ggml_gallocr_alloc_graph(r->ga, r->gf), "gallocr: %s", last_err());
-}
-
-static void meta_run_free(struct meta_run * r) {
-    ggml_gallocr_free(r->ga);
-    ggml_free(r->gctx);
-    ggml_backend_buffer_free(r->wbuf);
-    ggml_free(r->wctx);
-    ggml_backend_free(r->be);
-}
 
 static void check_event_after_compute(struct ggml_backend_meta_split_state state) {
     enum { NE0 = 16, NE1 = 6 };
@@ -443,7 +397,7 @@ static void check_event_after_compute(struct ggml_backend_meta_split_state state
         w[i] = 0.25f * (float) i - 7.0f;
     }
     struct meta_run r;
-    meta_run_weights(&r, 2, state, NE0, NE1, w);
+    meta_run_weights(&r, 2, &g_tab, state, NE0, NE1, w);
     struct ggml_tensor * out = ggml_scale(r.gctx, r.w, 3.0f);
     meta_run_alloc(&r, out);
 
@@ -511,7 +465,7 @@ static void check_event_covers_every_device(bool wait_on_cpu) {
         }
     }
     struct meta_run r;
-    meta_run_weights(&r, 2, split_list(1, 1, (const int64_t[]) { 1, EV_N - 1 }, 2), EV_K, EV_N, w);
+    meta_run_weights(&r, 2, &g_tab, split_list(1, 1, (const int64_t[]) { 1, EV_N - 1 }, 2), EV_K, EV_N, w);
     struct ggml_tensor * xt = ggml_new_tensor_2d(r.gctx, GGML_TYPE_F32, EV_K, EV_M);
     ggml_set_input(xt);
     struct ggml_tensor * out = ggml_mul_mat(r.gctx, r.w, xt);
@@ -572,232 +526,6 @@ Test(meta_allreduce, unrecorded_meta_event_is_done) {
     ggml_backend_synchronize(cpu);
     ggml_backend_event_free(ev);
     ggml_backend_free(cpu);
-}
-
-/*
- * y = w x with w [K=16, N=8] split along axis, x [K, 3] MIRRORED: a second weight (each device
- * computes from its own copy, so a copy that was not written shows) or a graph input. Split by
- * rows (axis 1) each device makes its own rows of y: nothing to reduce. Split along K (axis 0)
- * each device makes a partial sum of y; with sqr after it (not linear), the meta backend must
- * reduce before sqr runs.
- */
-enum { MM_K = 16, MM_N = 8, MM_M = 3 };
-
-struct mm_case {
-    int     axis;
-    bool    x_is_weight;
-    bool    sqr_after;
-    size_t  n_devs;                     /* 0: 2 */
-    int64_t lens[N_SIMS];               /* the split of w; all 0: even */
-    bool    poison;                     /* NaN in the product's memory before computing */
-};
-
-static struct ggmlx_meta_stats run_mul_mat(struct mm_case c) {
-    float w[MM_K * MM_N], x[MM_K * MM_M], y[MM_N * MM_M];
-    for (int i = 0; i < MM_K * MM_N; i++) {
-        w[i] = (float) ((i * 5) % 11) * 0.125f - 0.5f;
-    }
-    for (int i = 0; i < MM_K * MM_M; i++) {
-        x[i] = (float) ((i * 3) % 7) * 0.25f - 0.75f;
-    }
-    struct meta_run r;
-    const size_t n_devs = c.n_devs ? c.n_devs : 2;
-    const int64_t extent = c.axis == 0 ? MM_K : MM_N;
-    bool given = false;
-    for (size_t d = 0; d < n_devs; d++) {
-        given = given || c.lens[d] != 0;
-    }
-    meta_run_weights(&r, n_devs, given ? split_list(c.axis, 1, c.lens, n_devs) : split_even(c.axis, n_devs, extent), MM_K,
-                     MM_N, w);
-    struct ggml_tensor * xt;
-    struct ggml_context * xctx = NULL;
-    ggml_backend_buffer_t xbuf = NULL;
-    if (c.x_is_weight) {
-        /* not in the table: the callback's fallback, MIRRORED */
-        xctx = meta_ctx_new(1);
-        xt = ggml_new_tensor_2d(xctx, GGML_TYPE_F32, MM_K, MM_M);
-        ggml_set_name(xt, "x");
-        xbuf = ggml_backend_alloc_ctx_tensors_from_buft(xctx, ggml_backend_dev_buffer_type(r.meta));
-        cr_assert_not_null(xbuf, "%s", last_err());
-        ggml_backend_tensor_set(xt, x, 0, sizeof x);
-    } else {
-        xt = ggml_new_tensor_2d(r.gctx, GGML_TYPE_F32, MM_K, MM_M);
-        ggml_set_name(xt, "x");
-        ggml_set_input(xt);
-    }
-    struct ggml_tensor * prod = ggml_mul_mat(r.gctx, r.w, xt);
-    struct ggml_tensor * out = c.sqr_after ? ggml_sqr(r.gctx, prod) : prod;
-    meta_run_alloc(&r, out);
-    if (!c.x_is_weight) {
-        ggml_backend_tensor_set(xt, x, 0, sizeof x);
-    }
-    if (c.poison) {
-        /* a device whose share is empty must still contribute zeros, not what the memory held */
-        ggml_backend_tensor_memset(prod, 0xff, 0, ggml_nbytes(prod));
-        ggml_backend_tensor_memset(out, 0xff, 0, ggml_nbytes(out));
-    }
-    ggmlx_meta_reset_stats(r.be);
-    cr_assert_eq(ggml_backend_graph_compute(r.be, r.gf), GGML_STATUS_SUCCESS, "%s", last_err());
-    ggml_backend_tensor_get(out, y, 0, sizeof y);
-    for (int m = 0; m < MM_M; m++) {
-        for (int n = 0; n < MM_N; n++) {
-            double want = 0;
-            for (int k = 0; k < MM_K; k++) {
-                want += (double) w[n * MM_K + k] * (double) x[m * MM_K + k];
-            }
-            if (c.sqr_after) {
-                want *= want;
-            }
-            cr_assert_float_eq(y[m * MM_N + n], want, 1e-5, "%zu devices, axis %d, x %s%s: y[%d, %d]", n_devs, c.axis,
-                               c.x_is_weight ? "a weight" : "an input", c.sqr_after ? ", sqr" : "", n, m);
-        }
-    }
-    struct ggmlx_meta_stats st;
-    cr_assert(ggmlx_meta_get_stats(r.be, &st), "%s", last_err());
-    cr_assert_eq(st.n_graphs, 1);
-    cr_assert_geq(st.n_subgraphs, 1);
-    ggmlx_meta_reset_stats(r.be);
-    struct ggmlx_meta_stats zero;
-    cr_assert(ggmlx_meta_get_stats(r.be, &zero));
-    cr_assert_eq(zero.n_graphs + zero.n_subgraphs + zero.n_allreduce_comm + zero.n_allreduce_generic + zero.bytes_reduced, 0,
-                 "reset_stats zeroes every count");
-    ggml_backend_buffer_free(xbuf);
-    ggml_free(xctx);
-    meta_run_free(&r);
-    return st;
-}
-
-Test(meta_allreduce, mul_mat_split_by_rows_needs_no_reduction) {
-    const struct ggmlx_meta_stats st = run_mul_mat((struct mm_case) { .axis = 1, .x_is_weight = true });
-    cr_assert_eq(st.n_allreduce_comm + st.n_allreduce_generic, 0, "rows split: nothing to reduce");
-    cr_assert_eq(st.bytes_reduced, 0);
-    const struct ggmlx_meta_stats st2 = run_mul_mat((struct mm_case) { .axis = 1, .x_is_weight = false, .sqr_after = true });
-    cr_assert_eq(st2.n_allreduce_comm + st2.n_allreduce_generic, 0, "rows split, sqr per element: nothing to reduce");
-}
-
-/* a partial result read directly: the value read is the sum, however the backend gets there */
-Test(meta_allreduce, mul_mat_split_along_k_reads_the_sum) {
-    run_mul_mat((struct mm_case) { .axis = 0, .x_is_weight = false });
-    run_mul_mat((struct mm_case) { .axis = 0, .x_is_weight = true });
-}
-
-Test(meta_allreduce, mul_mat_split_along_k_is_reduced_before_a_nonlinear_op) {
-    const struct ggmlx_meta_stats st = run_mul_mat((struct mm_case) { .axis = 0, .x_is_weight = false, .sqr_after = true });
-    cr_assert_geq(st.n_allreduce_generic, 1, "sqr of a partial sum needs a reduction first");
-    cr_assert_eq(st.n_allreduce_comm, 0, "SIM devices offer no comm functions");
-    cr_assert_geq(st.n_subgraphs, 2, "the graph is cut at the reduction");
-    cr_assert_geq(st.bytes_reduced, sizeof(float) * MM_N * MM_M, "at least y's bytes were reduced, %llu counted",
-                  (unsigned long long) st.bytes_reduced);
-}
-
-/* reductions inside a graph over 3, 4 and 5 devices (folded in when not a power of two) */
-Test(meta_allreduce, mul_mat_along_k_over_three_to_five_devices) {
-    for (size_t n = 3; n <= N_SIMS; n++) {
-        const struct ggmlx_meta_stats st = run_mul_mat((struct mm_case) { .axis = 0, .sqr_after = true, .n_devs = n });
-        cr_assert_geq(st.n_allreduce_generic, 1, "%zu devices", n);
-    }
-}
-
-/* a device with nothing to do along K adds zeros; one with no rows makes none */
-Test(meta_allreduce, mul_mat_with_an_empty_share) {
-    run_mul_mat((struct mm_case) { .axis = 0, .sqr_after = true, .lens = { 0, MM_K }, .poison = true });
-    run_mul_mat((struct mm_case) { .axis = 0, .sqr_after = true, .n_devs = 3, .lens = { 6, 0, 10 }, .poison = true });
-    run_mul_mat((struct mm_case) { .axis = 1, .sqr_after = true, .lens = { 0, MM_N }, .poison = true });
-    run_mul_mat((struct mm_case) { .axis = 1, .x_is_weight = true, .n_devs = 3, .lens = { 3, 5, 0 }, .poison = true });
-}
-
-/*
- * A fused weight: two segments along its output rows, so each device has rows of both. Upstream
- * computes this (fused QKV); here it may also be refused, but only with an error status and a
- * message, never with wrong values.
- */
-Test(meta_allreduce, mul_mat_with_a_two_segment_weight_is_right_or_refused) {
-    float w[MM_K * MM_N], x[MM_K * MM_M], y[MM_N * MM_M];
-    for (int i = 0; i < MM_K * MM_N; i++) {
-        w[i] = (float) ((i * 5) % 11) * 0.125f - 0.5f;
-    }
-    for (int i = 0; i < MM_K * MM_M; i++) {
-        x[i] = (float) ((i * 3) % 7) * 0.25f - 0.75f;
-    }
-    struct meta_run r;
-    meta_run_weights(&r, 2, split_list(1, 2, (const int64_t[]) { 3, 1, 2, 2 }, 4), MM_K, MM_N, w);
-    struct ggml_tensor * xt = ggml_new_tensor_2d(r.gctx, GGML_TYPE_F32, MM_K, MM_M);
-    ggml_set_input(xt);
-    struct ggml_tensor * out = ggml_mul_mat(r.gctx, r.w, xt);
-    meta_run_alloc(&r, out);
-    ggml_backend_tensor_set(xt, x, 0, sizeof x);
-    g_n_errors = 0;
-    const enum ggml_status st = ggml_backend_graph_compute(r.be, r.gf);
-    if (st != GGML_STATUS_SUCCESS) {
-        cr_log_info("two-segment weight in a split product refused: %s", last_err());
-        ASSERT_ERROR();
-        meta_run_free(&r);
-        return;
-    }
-    ggml_backend_tensor_get(out, y, 0, sizeof y);
-    for (int m = 0; m < MM_M; m++) {
-        for (int n = 0; n < MM_N; n++) {
-            double want = 0;
-            for (int k = 0; k < MM_K; k++) {
-                want += (double) w[n * MM_K + k] * (double) x[m * MM_K + k];
-            }
-            cr_assert_float_eq(y[m * MM_N + n], want, 1e-5, "y[%d, %d]", n, m);
-        }
-    }
-    meta_run_free(&r);
-}
-
-/* the CPU as one of the devices: its part computes on the host, reductions copy to and from it */
-Test(meta_allreduce, sim_and_cpu_device_reduce) {
-    float w[MM_K * MM_N], x[MM_K * MM_M], y[MM_N * MM_M];
-    for (int i = 0; i < MM_K * MM_N; i++) {
-        w[i] = (float) ((i * 5) % 11) * 0.125f - 0.5f;
-    }
-    for (int i = 0; i < MM_K * MM_M; i++) {
-        x[i] = (float) ((i * 3) % 7) * 0.25f - 0.75f;
-    }
-    split_table_init(&g_tab);
-    split_table_add(&g_tab, "w", split_list(0, 1, (const int64_t[]) { 6, 10 }, 2));
-    ggml_backend_dev_t devs[2] = { sim_dev(0), ggml_backend_dev_by_type(GGML_BACKEND_DEVICE_TYPE_CPU) };
-    cr_assert_not_null(devs[1]);
-    ggml_backend_dev_t meta = ggml_backend_meta_device(devs, 2, split_from_table, &g_tab);
-    cr_assert_not_null(meta, "%s", last_err());
-    ggml_backend_t be = ggml_backend_dev_init(meta, NULL);
-    cr_assert_not_null(be, "%s", last_err());
-    struct ggml_context * wctx = meta_ctx_new(2), * gctx = meta_ctx_new(8);
-    struct ggml_tensor * wt = ggml_new_tensor_2d(wctx, GGML_TYPE_F32, MM_K, MM_N);
-    ggml_set_name(wt, "w");
-    ggml_backend_buffer_t wbuf = ggml_backend_alloc_ctx_tensors_from_buft(wctx, ggml_backend_dev_buffer_type(meta));
-    cr_assert_not_null(wbuf, "%s", last_err());
-    ggml_backend_tensor_set(wt, w, 0, sizeof w);
-    struct ggml_tensor * xt = ggml_new_tensor_2d(gctx, GGML_TYPE_F32, MM_K, MM_M);
-    ggml_set_input(xt);
-    struct ggml_tensor * out = ggml_sqr(gctx, ggml_mul_mat(gctx, wt, xt));
-    ggml_set_output(out);
-    struct ggml_cgraph * gf = ggml_new_graph(gctx);
-    ggml_build_forward_expand(gf, out);
-    ggml_gallocr_t ga = ggml_gallocr_new(ggml_backend_dev_buffer_type(meta));
-    cr_assert(ggml_gallocr_alloc_graph(ga, gf), "%s", last_err());
-    ggml_backend_tensor_set(xt, x, 0, sizeof x);
-    cr_assert_eq(ggml_backend_graph_compute(be, gf), GGML_STATUS_SUCCESS, "%s", last_err());
-    ggml_backend_tensor_get(out, y, 0, sizeof y);
-    for (int m = 0; m < MM_M; m++) {
-        for (int n = 0; n < MM_N; n++) {
-            double want = 0;
-            for (int k = 0; k < MM_K; k++) {
-                want += (double) w[n * MM_K + k] * (double) x[m * MM_K + k];
-            }
-            cr_assert_float_eq(y[m * MM_N + n], want * want, 1e-5, "y[%d, %d]", n, m);
-        }
-    }
-    struct ggmlx_meta_stats st;
-    cr_assert(ggmlx_meta_get_stats(be, &st));
-    cr_assert_geq(st.n_allreduce_generic, 1);
-    ggml_gallocr_free(ga);
-    ggml_backend_buffer_free(wbuf);
-    ggml_free(gctx);
-    ggml_free(wctx);
-    ggml_backend_free(be);
 }
 
 /* ---- limits: 16 devices, and a device out of memory ----------------------------------------------- */
@@ -883,82 +611,4 @@ Test(meta_allreduce, recording_on_the_wrong_backend_is_an_error) {
     ggml_backend_event_free(mev);
     ggml_backend_free(sim);
     ggml_backend_free(mbe);
-}
-
-/*
- * Graphs are rebuilt every step, often in the same context memory, so a tensor struct of the next
- * graph can sit where a split result of the last one sat. What the meta buffer remembers about
- * the old tensor must not apply to the new one: here an input of graph 2 takes the place of
- * graph 1's row-split product, and is then used whole.
- */
-Test(meta_allreduce, a_new_graph_in_reused_context_memory_starts_clean) {
-    float w[MM_K * MM_N], x[MM_K * MM_M], y[MM_N * MM_M];
-    for (int i = 0; i < MM_K * MM_N; i++) {
-        w[i] = (float) ((i * 5) % 11) * 0.125f - 0.5f;
-    }
-    for (int i = 0; i < MM_K * MM_M; i++) {
-        x[i] = (float) ((i * 3) % 7) * 0.25f - 0.75f;
-    }
-    struct meta_run r;
-    meta_run_weights(&r, 2, split_even(1, 2, MM_N), MM_K, MM_N, w);
-    static uint8_t mem[64 * 1024];
-    const struct ggml_init_params ip = { sizeof mem, mem, true };
-    ggml_gallocr_t ga = ggml_gallocr_new(ggml_backend_dev_buffer_type(r.meta));
-    cr_assert_not_null(ga);
-
-    /* graph 1: y = w x, y split by rows */
-    struct ggml_context * c1 = ggml_init(ip);
-    struct ggml_tensor * x1 = ggml_new_tensor_2d(c1, GGML_TYPE_F32, MM_K, MM_M);
-    ggml_set_input(x1);
-    struct ggml_tensor * y1 = ggml_mul_mat(c1, r.w, x1);
-    ggml_set_output(y1);
-    /* a large second input, so that graph 2 fits in the same compute buffer */
-    struct ggml_tensor * big = ggml_new_tensor_2d(c1, GGML_TYPE_F32, 256, 64);
-    ggml_set_input(big);
-    struct ggml_tensor * s1 = ggml_sum(c1, big);
-    ggml_set_output(s1);
-    struct ggml_cgraph * g1 = ggml_new_graph_custom(c1, 16, false);
-    ggml_build_forward_expand(g1, y1);
-    ggml_build_forward_expand(g1, s1);
-    cr_assert(ggml_gallocr_alloc_graph(ga, g1), "%s", last_err());
-    const size_t size1 = ggml_gallocr_get_buffer_size(ga, 0);
-    ggml_backend_tensor_set(x1, x, 0, sizeof x);
-    ggml_backend_tensor_memset(big, 0, 0, ggml_nbytes(big));
-    cr_assert_eq(ggml_backend_graph_compute(r.be, g1), GGML_STATUS_SUCCESS, "%s", last_err());
-    const struct ggml_tensor * old_y = y1;
-    ggml_free(c1);
-
-    /* graph 2 in the same memory: a first input, then u where y was, then z = w u */
-    struct ggml_context * c2 = ggml_init(ip);
-    struct ggml_tensor * a2 = ggml_new_tensor_2d(c2, GGML_TYPE_F32, MM_N, MM_M);
-    ggml_set_input(a2);
-    struct ggml_tensor * u2 = ggml_new_tensor_2d(c2, GGML_TYPE_F32, MM_K, MM_M);
-    ggml_set_input(u2);
-    cr_assert_eq((const void *) u2, (const void *) old_y, "the test needs u to take y's place");
-    struct ggml_tensor * z2 = ggml_add(c2, ggml_mul_mat(c2, r.w, u2), a2);
-    ggml_set_output(z2);
-    struct ggml_cgraph * g2 = ggml_new_graph_custom(c2, 16, false);
-    ggml_build_forward_expand(g2, z2);
-    cr_assert(ggml_gallocr_alloc_graph(ga, g2), "%s", last_err());
-    cr_assert_eq(ggml_gallocr_get_buffer_size(ga, 0), size1, "graph 2 must reuse graph 1's compute buffer");
-    float a[MM_N * MM_M];
-    for (int i = 0; i < MM_N * MM_M; i++) {
-        a[i] = 0.5f * (float) (i % 5);
-    }
-    ggml_backend_tensor_set(a2, a, 0, sizeof a);
-    ggml_backend_tensor_set(u2, x, 0, sizeof x);
-    cr_assert_eq(ggml_backend_graph_compute(r.be, g2), GGML_STATUS_SUCCESS, "%s", last_err());
-    ggml_backend_tensor_get(z2, y, 0, sizeof y);
-    for (int m = 0; m < MM_M; m++) {
-        for (int n = 0; n < MM_N; n++) {
-            double want = a[m * MM_N + n];
-            for (int k = 0; k < MM_K; k++) {
-                want += (double) w[n * MM_K + k] * (double) x[m * MM_K + k];
-            }
-            cr_assert_float_eq(y[m * MM_N + n], want, 1e-5, "z[%d, %d]", n, m);
-        }
-    }
-    ggml_free(c2);
-    ggml_gallocr_free(ga);
-    meta_run_free(&r);
 }
