@@ -1,9 +1,11 @@
 /*
  * test-meta-compute.c -- graphs on a meta backend: products split by rows (nothing to reduce)
  * and along K (partial sums, reduced before anything non-linear reads them, over 2 to 5 devices),
- * empty shares, a fused two-segment weight, the CPU as one of the devices, and a graph rebuilt in
- * the memory of the last one. Values against double-precision references; reductions against
- * the meta backend's stats.
+ * empty shares, a fused two-segment weight, the CPU as one of the devices, a graph rebuilt in
+ * the memory of the last one, and views (reshape, permute, transpose) and row ops on a split
+ * result. Values against double-precision references; reductions against the meta backend's
+ * stats. Where the meta device may refuse a layout, a test accepts a clear error, never wrong
+ * values.
  */
 #include "meta-fixture.h"
 
@@ -324,4 +326,116 @@ Test(meta_compute, a_new_graph_in_reused_context_memory_starts_clean) {
     ggml_free(c2);
     ggml_gallocr_free(ga);
     meta_run_free(&r);
+}
+
+/* ---- views and row ops on a split result ------------------------------------------------------------ */
+
+/* y = w x split by rows (axis 0 of y), then op; the result read whole against ref */
+typedef struct ggml_tensor * (*after_fn)(struct ggml_context * ctx, struct ggml_tensor * y);
+
+/* reference of what after_fn computes, from y (MM_N x MM_M, row-major by column m) */
+typedef void (*after_ref_fn)(const double * y, double * out);
+
+static void check_after_rows_split(after_fn fn, after_ref_fn ref, const char * what) {
+    float w[MM_K * MM_N], x[MM_K * MM_M];
+    double yr[MM_N * MM_M], want[MM_N * MM_M];
+    for (int i = 0; i < MM_K * MM_N; i++) {
+        w[i] = (float) ((i * 5) % 11) * 0.125f - 0.5f;
+    }
+    for (int i = 0; i < MM_K * MM_M; i++) {
+        x[i] = (float) ((i * 3) % 7) * 0.25f - 0.75f;
+    }
+    for (int m = 0; m < MM_M; m++) {
+        for (int n = 0; n < MM_N; n++) {
+            double s = 0;
+            for (int k = 0; k < MM_K; k++) {
+                s += (double) w[n * MM_K + k] * (double) x[m * MM_K + k];
+            }
+            yr[m * MM_N + n] = s;
+        }
+    }
+    ref(yr, want);
+    struct meta_run r;
+    meta_run_weights(&r, 2, &g_tab, split_even(1, 2, MM_N), MM_K, MM_N, w);
+    struct ggml_tensor * xt = ggml_new_tensor_2d(r.gctx, GGML_TYPE_F32, MM_K, MM_M);
+    ggml_set_input(xt);
+    struct ggml_tensor * out = fn(r.gctx, ggml_mul_mat(r.gctx, r.w, xt));
+    cr_assert_eq(ggml_nelements(out), MM_N * MM_M);
+    meta_run_alloc(&r, out);
+    ggml_backend_tensor_set(xt, x, 0, sizeof x);
+    g_n_errors = 0;
+    const enum ggml_status st = ggml_backend_graph_compute(r.be, r.gf);
+    if (st != GGML_STATUS_SUCCESS) {
+        cr_log_info("%s on a row-split result refused: %s", what, last_err());
+        ASSERT_ERROR();
+    } else {
+        float got[MM_N * MM_M];
+        cr_assert(ggml_is_contiguous(out));
+        ggml_backend_tensor_get(out, got, 0, sizeof got);
+        for (int i = 0; i < MM_N * MM_M; i++) {
+            cr_assert_float_eq(got[i], want[i], 1e-5, "%s: element %d", what, i);
+        }
+    }
+    meta_run_free(&r);
+}
+
+/* y [8, 3] -> [2, 4, 3] -> permute to [4, 3, 2] (new axes of 0, 1, 2: 2, 0, 1) -> cont */
+static struct ggml_tensor * reshape_permute_cont(struct ggml_context * ctx, struct ggml_tensor * y) {
+    struct ggml_tensor * t = ggml_reshape_3d(ctx, y, 2, MM_N / 2, MM_M);
+    return ggml_cont(ctx, ggml_permute(ctx, t, 2, 0, 1, 3));
+}
+
+static void reshape_permute_cont_ref(const double * y, double * out) {
+    /* t[a, b, m] = y[a + 2 b, m]; out[b, m, a] = t[a, b, m] with out laid out [4, 3, 2] */
+    for (int a = 0; a < 2; a++) {
+        for (int b = 0; b < MM_N / 2; b++) {
+            for (int m = 0; m < MM_M; m++) {
+                out[b + (MM_N / 2) * (m + MM_M * a)] = y[(a + 2 * b) + MM_N * m];
+            }
+        }
+    }
+}
+
+Test(meta_compute, reshape_permute_cont_of_a_row_split_result) {
+    check_after_rows_split(reshape_permute_cont, reshape_permute_cont_ref, "reshape, permute, cont");
+}
+
+/* softmax along axis 0, the split axis: each row is spread over both devices */
+static struct ggml_tensor * softmax_rows(struct ggml_context * ctx, struct ggml_tensor * y) {
+    return ggml_soft_max(ctx, y);
+}
+
+static void softmax_rows_ref(const double * y, double * out) {
+    for (int m = 0; m < MM_M; m++) {
+        double mx = -INFINITY, s = 0;
+        for (int n = 0; n < MM_N; n++) {
+            mx = fmax(mx, y[m * MM_N + n]);
+        }
+        for (int n = 0; n < MM_N; n++) {
+            s += exp(y[m * MM_N + n] - mx);
+        }
+        for (int n = 0; n < MM_N; n++) {
+            out[m * MM_N + n] = exp(y[m * MM_N + n] - mx) / s;
+        }
+    }
+}
+
+Test(meta_compute, softmax_across_the_split_axis_is_right_or_refused) {
+    check_after_rows_split(softmax_rows, softmax_rows_ref, "softmax");
+}
+
+/* a transposed copy is split along axis 1; scaled there and transposed back, the split returns to axis 0 */
+static struct ggml_tensor * transpose_scale_back(struct ggml_context * ctx, struct ggml_tensor * y) {
+    struct ggml_tensor * t = ggml_cont(ctx, ggml_transpose(ctx, y)); /* [3, 8], split along axis 1 */
+    return ggml_cont(ctx, ggml_transpose(ctx, ggml_scale(ctx, t, 2.0f)));
+}
+
+static void transpose_scale_back_ref(const double * y, double * out) {
+    for (int i = 0; i < MM_N * MM_M; i++) {
+        out[i] = 2.0 * y[i];
+    }
+}
+
+Test(meta_compute, transpose_there_and_back) {
+    check_after_rows_split(transpose_scale_back, transpose_scale_back_ref, "transpose, scale, transpose");
 }
