@@ -379,7 +379,8 @@ static bool cuda_cpy_tensor_async(ggml_backend_t backend_src, ggml_backend_t bac
     if (!ggmlx_cuda_set_device(s->d, func)) {
         return true;
     }
-    const bool same_gpu = s->d == d->d;
+    /* virtual devices on one GPU (GGML_CUDA_DEVICES) copy as one device: no peer copy */
+    const bool same_gpu = s->d->ordinal == d->d->ordinal;
     const cudaError_t err = same_gpu
         ? cudaMemcpyAsync(dst->data, src->data, n, cudaMemcpyDeviceToDevice, s->stream)
         : cudaMemcpyPeerAsync(dst->data, d->d->ordinal, src->data, s->d->ordinal, n, s->stream);

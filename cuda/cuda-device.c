@@ -57,9 +57,13 @@ bool ggmlx_cuda_check(struct ggmlx_cuda_device * d, cudaError_t err, const char 
     snprintf(msg, sizeof msg, "%s%s%s: %s (%s)", d ? d->name : "", d ? ": " : "", what, cudaGetErrorName(err),
              cudaGetErrorString(err));
     if (d != NULL && is_sticky(err)) {
-        bool expected = false;
-        if (atomic_compare_exchange_strong(&d->failed, &expected, true)) {
-            snprintf(d->failed_msg, sizeof d->failed_msg, "%s", msg);
+        /* the context is per GPU: every virtual device on it is gone with it */
+        for (int i = 0; i < g_n_devices; i++) {
+            struct ggmlx_cuda_device * o = &g_devices[i];
+            bool expected = false;
+            if ((o == d || o->ordinal == d->ordinal) && atomic_compare_exchange_strong(&o->failed, &expected, true)) {
+                snprintf(o->failed_msg, sizeof o->failed_msg, "%s", msg);
+            }
         }
         ggmlx_error(func, "%s; %s is marked failed (a sticky CUDA error: restart the process)", msg, d->name);
         return false;
@@ -114,6 +118,18 @@ static bool probe_device(struct ggmlx_cuda_device * d, int ordinal) {
     return true;
 }
 
+/* device v >= n_physical repeats physical device v % n_physical (GGML_CUDA_DEVICES) */
+static void copy_physical(struct ggmlx_cuda_device * d, const struct ggmlx_cuda_device * p) {
+    d->ordinal   = p->ordinal;
+    d->cc        = p->cc;
+    d->pools     = p->pools;
+    d->total_mem = p->total_mem;
+    memcpy(d->description, p->description, sizeof d->description);
+    memcpy(d->pci_id, p->pci_id, sizeof d->pci_id);
+    atomic_init(&d->failed, false);
+    d->failed_msg[0] = '\0';
+}
+
 static void find_devices(void) {
     int n = 0;
     const cudaError_t err = cudaGetDeviceCount(&n);
@@ -128,15 +144,37 @@ static void find_devices(void) {
                   GGML_CUDA_MAX_DEVICES);
         n = GGML_CUDA_MAX_DEVICES;
     }
+    /* the physical GPUs first, in slots 0..n_phys-1, which round-robin maps to themselves */
+    int n_phys = 0;
     for (int i = 0; i < n; i++) {
-        struct ggmlx_cuda_device * d = &g_devices[g_n_devices];
-        if (!probe_device(d, i)) {
-            continue; /* a device the runtime cannot describe is left out, the others stay */
+        if (probe_device(&g_devices[n_phys], i)) {
+            n_phys++; /* a device the runtime cannot describe is left out, the others stay */
         }
-        snprintf(d->name, sizeof d->name, "CUDA%d", g_n_devices);
+    }
+    const int n_virt = ggmlx_cuda_vdev_count(getenv("GGML_CUDA_DEVICES"), n_phys, GGML_CUDA_MAX_DEVICES);
+    const char * mem_env = getenv("GGMLX_CUDA_DEVICE_MEMORY");
+    for (int v = 0; v < n_virt; v++) {
+        struct ggmlx_cuda_device * d = &g_devices[v];
+        const int p = ggmlx_cuda_vdev_physical(v, n_phys);
+        if (v >= n_phys) {
+            copy_physical(d, &g_devices[p]);
+        }
+        d->share = ggmlx_cuda_vdev_share(p, n_virt, n_phys);
+        ggmlx_cuda_vmem_init(&d->vmem, ggmlx_cuda_vdev_budget(d->total_mem, d->share, mem_env));
+        if (d->share > 1 && d->pci_id[0]) {
+            /* as upstream: a shared GPU's devices get distinct ids, so none is taken for another */
+            const size_t len = strlen(d->pci_id);
+            snprintf(d->pci_id + len, sizeof d->pci_id - len, "-v%d", ggmlx_cuda_vdev_slot(v, n_phys));
+        }
+        snprintf(d->name, sizeof d->name, "CUDA%d", v);
         d->buft = (struct ggml_backend_buffer_type){ ggmlx_cuda_buft_iface, &d->dev, d };
         d->dev  = (struct ggml_backend_device){ g_dev_iface, &g_reg, d };
-        g_n_devices++;
+    }
+    g_n_devices = n_virt;
+    if (n_virt != n_phys) {
+        const int used = n_phys < n_virt ? n_phys : n_virt;
+        ggmlx_log(GGML_LOG_LEVEL_INFO, "ggml_backend_cuda_reg: GGML_CUDA_DEVICES=%d: %d device%s on %d GPU%s\n", n_virt,
+                  n_virt, n_virt == 1 ? "" : "s", used, used == 1 ? "" : "s");
     }
     ggmlx_log(GGML_LOG_LEVEL_DEBUG, "ggml_backend_cuda_reg: %d CUDA device%s\n", g_n_devices,
               g_n_devices == 1 ? "" : "s");
@@ -177,15 +215,16 @@ static const char * dev_get_description(ggml_backend_dev_t dev) {
     return ((struct ggmlx_cuda_device *) dev->context)->description;
 }
 
+/* the device's budget (the GPU's memory, or its share of it): what is left of it, bounded by
+ * what the GPU really has free (other devices and processes use it too) */
 static void dev_get_memory(ggml_backend_dev_t dev, size_t * free, size_t * total) {
     static const char * func = "ggml_backend_dev_memory";
     struct ggmlx_cuda_device * d = dev->context;
     *free  = 0;
-    *total = d->total_mem;
+    *total = d->vmem.budget;
     size_t f = 0, t = 0;
     if (ggmlx_cuda_set_device(d, func) && ggmlx_cuda_check(d, cudaMemGetInfo(&f, &t), func, "cudaMemGetInfo")) {
-        *free  = f;
-        *total = t;
+        *free = ggmlx_cuda_vmem_free(&d->vmem, f);
     }
 }
 
