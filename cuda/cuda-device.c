@@ -6,6 +6,7 @@
  * and the rest of the library works as without CUDA.
  */
 #include "cuda-comm.h"
+#include "cuda-graph.h"
 #include "cuda-impl.h"
 #include "cuda-ops.h"
 
@@ -372,6 +373,7 @@ static void * reg_get_proc_address(ggml_backend_reg_t reg, const char * name) {
         { "ggml_backend_comm_init",              (void *) ggmlx_cuda_comm_init },
         { "ggml_backend_comm_free",              (void *) ggmlx_cuda_comm_free },
         { "ggml_backend_comm_allreduce_tensor",  (void *) ggmlx_cuda_comm_allreduce_tensor },
+        { "ggmlx_backend_cuda_graph_stats",      (void *) ggmlx_backend_cuda_graph_stats },
     };
     return ggmlx_proc_lookup(procs, sizeof procs / sizeof procs[0], name);
 }
