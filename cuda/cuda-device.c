@@ -119,7 +119,7 @@ static bool probe_device(struct ggmlx_cuda_device * d, int ordinal) {
     return true;
 }
 
-/* device v >= n_physical repeats physical device v % n_physical (GGML_CUDA_DEVICES) */
+/* a virtual device past the physical ones repeats the properties of its GPU (GGML_CUDA_DEVICES) */
 static void copy_physical(struct ggmlx_cuda_device * d, const struct ggmlx_cuda_device * p) {
     d->ordinal   = p->ordinal;
     d->cc        = p->cc;
@@ -154,19 +154,21 @@ static void find_devices(void) {
     }
     const int n_virt = ggmlx_cuda_vdev_count(getenv("GGML_CUDA_DEVICES"), n_phys, GGML_CUDA_MAX_DEVICES);
     const char * mem_env = getenv("GGMLX_CUDA_DEVICE_MEMORY");
+    struct ggmlx_cuda_vdev plan[GGML_CUDA_MAX_DEVICES];
+    ggmlx_cuda_vdev_plan(plan, n_virt, n_phys);
+    /* the GPUs' own ids, before the physical slots get their "-vK" */
+    char gpu_ids[GGML_CUDA_MAX_DEVICES][sizeof g_devices[0].pci_id];
+    for (int p = 0; p < n_phys; p++) {
+        memcpy(gpu_ids[p], g_devices[p].pci_id, sizeof gpu_ids[p]);
+    }
     for (int v = 0; v < n_virt; v++) {
         struct ggmlx_cuda_device * d = &g_devices[v];
-        const int p = ggmlx_cuda_vdev_physical(v, n_phys);
         if (v >= n_phys) {
-            copy_physical(d, &g_devices[p]);
+            copy_physical(d, &g_devices[plan[v].physical]);
         }
-        d->share = ggmlx_cuda_vdev_share(p, n_virt, n_phys);
+        d->share = plan[v].share;
+        ggmlx_cuda_vdev_id(d->pci_id, sizeof d->pci_id, gpu_ids[plan[v].physical], &plan[v]);
         ggmlx_cuda_vmem_init(&d->vmem, ggmlx_cuda_vdev_budget(d->total_mem, d->share, mem_env));
-        if (d->share > 1 && d->pci_id[0]) {
-            /* as upstream: a shared GPU's devices get distinct ids, so none is taken for another */
-            const size_t len = strlen(d->pci_id);
-            snprintf(d->pci_id + len, sizeof d->pci_id - len, "-v%d", ggmlx_cuda_vdev_slot(v, n_phys));
-        }
         snprintf(d->name, sizeof d->name, "CUDA%d", v);
         d->buft = (struct ggml_backend_buffer_type){ ggmlx_cuda_buft_iface, &d->dev, d };
         d->dev  = (struct ggml_backend_device){ g_dev_iface, &g_reg, d };

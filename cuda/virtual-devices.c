@@ -9,6 +9,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -47,6 +48,22 @@ int ggmlx_cuda_vdev_share(int p, int n_virtual, int n_physical) {
     }
     /* round-robin: the first n_virtual % n_physical GPUs carry one more */
     return n_virtual / n_physical + (p < n_virtual % n_physical ? 1 : 0);
+}
+
+void ggmlx_cuda_vdev_plan(struct ggmlx_cuda_vdev * out, int n_virtual, int n_physical) {
+    for (int v = 0; v < n_virtual; v++) {
+        out[v].physical = ggmlx_cuda_vdev_physical(v, n_physical);
+        out[v].slot     = ggmlx_cuda_vdev_slot(v, n_physical);
+        out[v].share    = ggmlx_cuda_vdev_share(out[v].physical, n_virtual, n_physical);
+    }
+}
+
+void ggmlx_cuda_vdev_id(char * out, size_t size, const char * gpu_id, const struct ggmlx_cuda_vdev * v) {
+    const int n = v->share > 1 && gpu_id[0] != '\0' ? snprintf(out, size, "%s-v%d", gpu_id, v->slot) : -1;
+    if (n < 0 || (size_t) n >= size) {
+        /* no suffix wanted, or no room for it: a cut "-v" would only mislead */
+        snprintf(out, size, "%s", gpu_id);
+    }
 }
 
 bool ggmlx_cuda_parse_bytes(const char * s, size_t * out) {

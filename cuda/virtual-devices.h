@@ -27,6 +27,22 @@ int ggmlx_cuda_vdev_slot(int v, int n_physical);
 /* how many of n_virtual virtual devices live on physical GPU p */
 int ggmlx_cuda_vdev_share(int p, int n_virtual, int n_physical);
 
+/* where one virtual device lives */
+struct ggmlx_cuda_vdev {
+    int physical; /* GPU index */
+    int slot;     /* index among that GPU's virtual devices */
+    int share;    /* virtual devices on that GPU */
+};
+
+/* the table of n_virtual devices (out[0..n_virtual-1]) on n_physical GPUs */
+void ggmlx_cuda_vdev_plan(struct ggmlx_cuda_vdev * out, int n_virtual, int n_physical);
+
+/*
+ * A virtual device's id: the GPU's id (gpu_id, may be empty), with "-vK" (K its slot) appended
+ * when the GPU carries more than one device, so no two devices claim to be one (as upstream).
+ */
+void ggmlx_cuda_vdev_id(char * out, size_t size, const char * gpu_id, const struct ggmlx_cuda_vdev * v);
+
 /*
  * A byte count as GGMLX_CUDA_DEVICE_MEMORY takes it: digits with an optional suffix K, M, G, T
  * (powers of 1024; "KiB", "MiB", ... and "B" accepted too). false for anything else, overflow

@@ -99,6 +99,44 @@ Test(cuda_virtual, shares_add_up_and_match_the_mapping) {
     }
 }
 
+Test(cuda_virtual, plan_and_ids) {
+    struct ggmlx_cuda_vdev plan[16];
+    char id[48];
+    /* one GPU, three devices: all share it, ids numbered */
+    ggmlx_cuda_vdev_plan(plan, 3, 1);
+    for (int v = 0; v < 3; v++) {
+        cr_assert_eq(plan[v].physical, 0);
+        cr_assert_eq(plan[v].slot, v);
+        cr_assert_eq(plan[v].share, 3);
+        ggmlx_cuda_vdev_id(id, sizeof id, "0000:1b:00.0", &plan[v]);
+        char want[48];
+        snprintf(want, sizeof want, "0000:1b:00.0-v%d", v);
+        cr_assert_str_eq(id, want);
+    }
+    /* two GPUs, three devices: GPU 0 is shared (devices 0 and 2), GPU 1 is not */
+    ggmlx_cuda_vdev_plan(plan, 3, 2);
+    const char * gpu[2] = { "0000:01:00.0", "0000:02:00.0" };
+    const char * want[3] = { "0000:01:00.0-v0", "0000:02:00.0", "0000:01:00.0-v1" };
+    for (int v = 0; v < 3; v++) {
+        ggmlx_cuda_vdev_id(id, sizeof id, gpu[plan[v].physical], &plan[v]);
+        cr_assert_str_eq(id, want[v], "device %d: %s", v, id);
+    }
+    /* no virtual devices: ids unchanged; a GPU without an id stays without */
+    ggmlx_cuda_vdev_plan(plan, 2, 2);
+    ggmlx_cuda_vdev_id(id, sizeof id, gpu[1], &plan[1]);
+    cr_assert_str_eq(id, gpu[1]);
+    ggmlx_cuda_vdev_plan(plan, 2, 1);
+    ggmlx_cuda_vdev_id(id, sizeof id, "", &plan[1]);
+    cr_assert_str_eq(id, "");
+    /* in place, as the registry does it for a physical slot, appends once */
+    char inplace[48] = "0000:1b:00.0";
+    ggmlx_cuda_vdev_plan(plan, 2, 1);
+    char gpu_copy[48];
+    snprintf(gpu_copy, sizeof gpu_copy, "%s", inplace);
+    ggmlx_cuda_vdev_id(inplace, sizeof inplace, gpu_copy, &plan[0]);
+    cr_assert_str_eq(inplace, "0000:1b:00.0-v0");
+}
+
 /* ---- budgets ------------------------------------------------------------------------------- */
 
 Test(cuda_virtual, parse_bytes) {
