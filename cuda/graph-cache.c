@@ -103,22 +103,15 @@ static bool build_sig(struct ggmlx_cuda_graph_cache * c, const struct ggml_cgrap
     return true;
 }
 
-static uint64_t hash_words(const uint64_t * w, size_t n) {
-    uint64_t h = 0x9e3779b97f4a7c15u;
-    for (size_t i = 0; i < n; i++) {
-        h ^= w[i];
-        h *= 0xff51afd7ed558ccdu;
-        h ^= h >> 32;
-    }
-    return h;
-}
-
 /* ---- lookup -------------------------------------------------------------------------------- */
 
-static bool same(const struct ggmlx_cuda_graph_entry * e, const uint64_t key[3], uint64_t hash, const uint64_t * sig,
-                 size_t n) {
-    return e->last_use != 0 && e->key[0] == key[0] && e->key[1] == key[1] && e->key[2] == key[2] && e->hash == hash &&
-           e->n_sig == n && memcmp(e->sig, sig, n * sizeof *sig) == 0;
+/*
+ * No hash of the signature: with a few entries a plain comparison (memcmp, which stops at the
+ * first difference) costs less than hashing every word on every compute.
+ */
+static bool same(const struct ggmlx_cuda_graph_entry * e, const uint64_t key[3], const uint64_t * sig, size_t n) {
+    return e->last_use != 0 && e->key[0] == key[0] && e->key[1] == key[1] && e->key[2] == key[2] && e->n_sig == n &&
+           memcmp(e->sig, sig, n * sizeof *sig) == 0;
 }
 
 /* a free entry, else the least recently used */
@@ -146,10 +139,9 @@ enum ggmlx_cuda_graph_action ggmlx_cuda_graph_cache_lookup(struct ggmlx_cuda_gra
     /* not the graph's uid: a caller rebuilding the same graph each step gets a new uid each time */
     const uint64_t key[3] = { (uint64_t) (uintptr_t) graph->nodes[0],
                               (uint64_t) (uintptr_t) graph->nodes[graph->n_nodes - 1], (uint64_t) graph->n_nodes };
-    const uint64_t hash   = hash_words(c->work, n);
     for (int i = 0; i < GGMLX_CUDA_GRAPH_CACHE_SIZE; i++) {
         struct ggmlx_cuda_graph_entry * e = &c->entries[i];
-        if (!same(e, key, hash, c->work, n)) {
+        if (!same(e, key, c->work, n)) {
             continue;
         }
         e->last_use = ++c->tick;
@@ -185,7 +177,6 @@ enum ggmlx_cuda_graph_action ggmlx_cuda_graph_cache_lookup(struct ggmlx_cuda_gra
     e->key[0]          = key[0];
     e->key[1]          = key[1];
     e->key[2]          = key[2];
-    e->hash            = hash;
     e->last_use        = ++c->tick;
     e->seen            = 1;
     e->failed          = false;

@@ -43,7 +43,6 @@ struct ggmlx_cuda_graph_stats {
 
 struct ggmlx_cuda_graph_entry {
     uint64_t   key[3];    /* first node, last node, node count: a cheap first filter */
-    uint64_t   hash;      /* of the signature */
     uint64_t * sig;
     size_t     n_sig;
     size_t     cap_sig;
