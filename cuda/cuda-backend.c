@@ -253,6 +253,8 @@ static enum ggml_status cuda_graph_compute(ggml_backend_t backend, struct ggml_c
             const struct ggml_tensor * node = cgraph->nodes[args.failed_node];
             ggmlx_error(func, "%s: node %d '%s' (%s): %s", ctx->d->name, args.failed_node, node->name,
                         ggml_op_desc(node), args.err[0] ? args.err : ggml_status_to_string(st));
+        } else {
+            ggmlx_error(func, "%s: %s", ctx->d->name, ggml_status_to_string(st));
         }
         poll_stream(ctx, func); /* a launch failure may be a sticky device error */
         return fail(ctx, st);

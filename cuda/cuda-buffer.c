@@ -125,9 +125,8 @@ static void buffer_get_tensor_2d(ggml_backend_buffer_t buffer, const struct ggml
 
 /*
  * dst is in this buffer. From another CUDA buffer: on the same GPU (another virtual device on it
- * too) a device-to-device copy, from
- * another GPU a peer copy (the runtime stages it when peer access is off). From host memory: an
- * upload. Anything else (a SIM device's private memory): false, the caller goes through the host.
+ * too) a device-to-device copy, from another GPU a peer copy (the runtime stages it when peer
+ * access is off). From host memory: an upload. Anything else (a SIM device's private memory): false, the caller goes through the host.
  */
 static bool buffer_cpy_tensor(ggml_backend_buffer_t buffer, const struct ggml_tensor * src, struct ggml_tensor * dst) {
     static const char * func = "ggml_backend_tensor_copy";
