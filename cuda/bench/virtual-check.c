@@ -12,6 +12,7 @@
  *   copy      20 rounds of: set on CUDA0, compute there, tensor_copy_async to the last device,
  *             compute there, read back: every value right (rule 7 between virtual devices)
  *   graphs    those computes were replayed from CUDA graphs (unless GGML_CUDA_DISABLE_GRAPHS)
+ *   mul_mat   cuBLAS inside a capture: a small y = W x replayed, exact each time, no failed capture
  * Exit status: 0 all passed, 1 a check failed, 2 no CUDA device.
  */
 #include "ggml.h"
@@ -248,6 +249,77 @@ done:
     ggml_backend_free(src);
 }
 
+/*
+ * cuBLAS inside a capture: y = W x (W 64x64, x 64x8, F32) on CUDA0, four times: plain, captured,
+ * replayed twice, each time against a host reference, and no capture may have failed.
+ */
+static void check_mul_mat_graphs(graph_stats_fn stats_fn) {
+    enum { K = 64, M = 64, N = 8 };
+    ggml_backend_t be = ggml_backend_cuda_init(0);
+    struct ggml_init_params ip = { 8 * ggml_tensor_overhead() + ggml_graph_overhead(), NULL, true };
+    struct ggml_context * ctx = ggml_init(ip);
+    ggml_backend_buffer_t buf = NULL;
+    static float w[M * K], x[K * N], y[M * N];
+    struct ggmlx_cuda_graph_stats st;
+    memset(&st, 0, sizeof st);
+    char why[256] = "";
+    if (be == NULL || ctx == NULL || stats_fn == NULL) {
+        snprintf(why, sizeof why, "setup: %s", stats_fn == NULL ? "no ggmlx_backend_cuda_graph_stats" : last_error());
+        goto done;
+    }
+    struct ggml_tensor * tw = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, K, M);
+    struct ggml_tensor * tx = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, K, N);
+    struct ggml_tensor * ty = ggml_mul_mat(ctx, tw, tx);
+    struct ggml_cgraph * g = ggml_new_graph(ctx);
+    ggml_build_forward_expand(g, ty);
+    buf = ggml_backend_alloc_ctx_tensors(ctx, be);
+    if (buf == NULL) {
+        snprintf(why, sizeof why, "allocation: %s", last_error());
+        goto done;
+    }
+    for (int i = 0; i < M * K; i++) {
+        w[i] = (float) ((i * 7) % 11 - 5) * 0.25f;
+    }
+    ggml_backend_tensor_set(tw, w, 0, sizeof w);
+    for (int r = 0; r < 4 && why[0] == '\0'; r++) {
+        for (int i = 0; i < K * N; i++) {
+            x[i] = (float) ((i + 3 * r) % 9 - 4);
+        }
+        ggml_backend_tensor_set(tx, x, 0, sizeof x);
+        if (ggml_backend_graph_compute(be, g) != GGML_STATUS_SUCCESS) {
+            snprintf(why, sizeof why, "round %d: %s", r, last_error());
+            break;
+        }
+        ggml_backend_tensor_get(ty, y, 0, sizeof y);
+        for (int j = 0; j < N && why[0] == '\0'; j++) {
+            for (int i = 0; i < M; i++) {
+                double ref = 0;
+                for (int k = 0; k < K; k++) {
+                    ref += (double) w[i * K + k] * x[j * K + k];
+                }
+                /* small integers times quarters: exact in F32 whatever the summation order */
+                if ((double) y[j * M + i] != ref) {
+                    snprintf(why, sizeof why, "round %d: y[%d,%d] = %g, not %g", r, i, j, (double) y[j * M + i], ref);
+                    break;
+                }
+            }
+        }
+    }
+    if (why[0] == '\0') {
+        stats_fn(be, &st);
+        if (getenv("GGML_CUDA_DISABLE_GRAPHS") == NULL && (st.n_failed != 0 || st.n_replay < 2)) {
+            snprintf(why, sizeof why, "%llu replays, %llu failed captures (cuBLAS in a capture)",
+                     (unsigned long long) st.n_replay, (unsigned long long) st.n_failed);
+        }
+    }
+done:
+    report("mul_mat", why[0] == '\0', "cuBLAS y = W x on CUDA0, 4 rounds exact, %llu replays%s%s",
+           (unsigned long long) st.n_replay, why[0] ? ": " : "", why);
+    ggml_backend_buffer_free(buf);
+    ggml_free(ctx);
+    ggml_backend_free(be);
+}
+
 int main(int argc, char ** argv) {
     int n = 3;
     if (argc == 3 && strcmp(argv[1], "--devices") == 0) {
@@ -274,6 +346,7 @@ int main(int argc, char ** argv) {
     check_memory(n);
     check_oom(n);
     check_copy(n, stats_fn);
+    check_mul_mat_graphs(stats_fn);
     printf("cuda-virtual-check: %d passed, %d failed (GGML_CUDA_DEVICES=%d)\n", g_passed, g_failed, n);
     return g_failed ? 1 : 0;
 }
