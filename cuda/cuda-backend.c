@@ -7,6 +7,7 @@
  * sticky CUDA error (a fault inside a kernel) also marks the whole device failed, which no
  * clear can undo: the context is gone.
  */
+#include "cuda-graph.h"
 #include "cuda-impl.h"
 #include "cuda-marks.h"
 #include "cuda-ops.h"
@@ -28,6 +29,7 @@ struct cuda_backend {
     enum ggml_status           status;       /* first error of enqueued work */
     char                       status_msg[320];
     struct ggmlx_cuda_marks    marks;        /* time stamps resolved at the next synchronize */
+    struct ggmlx_cuda_graphs   graphs;       /* captured computes, replayed (cuda-graph.h) */
 };
 
 static ggml_guid_t cuda_guid(void) {
@@ -186,6 +188,35 @@ static enum ggml_status check_graph(const char * func, struct cuda_backend * ctx
     return GGML_STATUS_SUCCESS;
 }
 
+struct launch_args {
+    const struct ggmlx_cuda_exec * ex;
+    struct ggml_cgraph           * cgraph;
+    int                            failed_node;
+    char                           err[256];
+};
+
+/*
+ * One launcher per node. A failure is kept in the arguments, not recorded: inside a CUDA graph
+ * capture it may be the capture's alone, and the plain launches that follow decide.
+ */
+static enum ggml_status launch_nodes(void * user) {
+    struct launch_args * a = user;
+    for (int i = 0; i < a->cgraph->n_nodes; i++) {
+        struct ggml_tensor * node = a->cgraph->nodes[i];
+        if (skipped(node)) {
+            continue;
+        }
+        a->err[0] = '\0';
+        const enum ggml_status st = ggmlx_cuda_compute_node(a->ex, node, a->err, sizeof a->err);
+        if (st != GGML_STATUS_SUCCESS) {
+            a->failed_node = i;
+            return st;
+        }
+    }
+    a->failed_node = -1;
+    return GGML_STATUS_SUCCESS;
+}
+
 static enum ggml_status cuda_graph_compute(ggml_backend_t backend, struct ggml_cgraph * cgraph) {
     static const char * func = "ggml_backend_graph_compute_async";
     struct cuda_backend * ctx = backend->context;
@@ -212,20 +243,21 @@ static enum ggml_status cuda_graph_compute(ggml_backend_t backend, struct ggml_c
         .scratch      = ctx->scratch,
         .scratch_size = ctx->scratch_size,
     };
-    for (int i = 0; i < cgraph->n_nodes; i++) {
-        struct ggml_tensor * node = cgraph->nodes[i];
-        if (skipped(node)) {
-            continue;
+    struct launch_args args = { .ex = &ex, .cgraph = cgraph, .failed_node = -1 };
+    /* captured kernels point into the scratch block: a new block is a new signature */
+    const uint64_t extra[GGMLX_CUDA_GRAPH_EXTRA] = { (uint64_t) (uintptr_t) ctx->scratch, ctx->scratch_size };
+    st = ggmlx_cuda_graphs_run(&ctx->graphs, ctx->stream, cgraph, extra, launch_nodes, &args, func);
+    if (st != GGML_STATUS_SUCCESS) {
+        /* nodes before it are already in the stream: the failure is sticky, as a queued one */
+        if (args.failed_node >= 0) {
+            const struct ggml_tensor * node = cgraph->nodes[args.failed_node];
+            ggmlx_error(func, "%s: node %d '%s' (%s): %s", ctx->d->name, args.failed_node, node->name,
+                        ggml_op_desc(node), args.err[0] ? args.err : ggml_status_to_string(st));
+        } else {
+            ggmlx_error(func, "%s: %s", ctx->d->name, ggml_status_to_string(st));
         }
-        char err[256] = "";
-        st = ggmlx_cuda_compute_node(&ex, node, err, sizeof err);
-        if (st != GGML_STATUS_SUCCESS) {
-            /* nodes before it are already in the stream: the failure is sticky, as a queued one */
-            ggmlx_error(func, "%s: node %d '%s' (%s): %s", ctx->d->name, i, node->name, ggml_op_desc(node),
-                        err[0] ? err : ggml_status_to_string(st));
-            poll_stream(ctx, func); /* a launch failure may be a sticky device error */
-            return fail(ctx, st);
-        }
+        poll_stream(ctx, func); /* a launch failure may be a sticky device error */
+        return fail(ctx, st);
     }
     ggmlx_ok();
     return GGML_STATUS_SUCCESS;
@@ -379,7 +411,8 @@ static bool cuda_cpy_tensor_async(ggml_backend_t backend_src, ggml_backend_t bac
     if (!ggmlx_cuda_set_device(s->d, func)) {
         return true;
     }
-    const bool same_gpu = s->d == d->d;
+    /* virtual devices on one GPU (GGML_CUDA_DEVICES) copy as one device: no peer copy */
+    const bool same_gpu = s->d->ordinal == d->d->ordinal;
     const cudaError_t err = same_gpu
         ? cudaMemcpyAsync(dst->data, src->data, n, cudaMemcpyDeviceToDevice, s->stream)
         : cudaMemcpyPeerAsync(dst->data, d->d->ordinal, src->data, s->d->ordinal, n, s->stream);
@@ -438,6 +471,16 @@ void ggmlx_cuda_backend_fail(ggml_backend_t backend) {
     fail(backend->context, GGML_STATUS_FAILED);
 }
 
+bool ggmlx_backend_cuda_graph_stats(ggml_backend_t backend, struct ggmlx_cuda_graph_stats * stats) {
+    if (!ggml_backend_is_cuda(backend) || stats == NULL) {
+        ggmlx_error(__func__, "%s", stats == NULL ? "stats is NULL" : "not a CUDA backend");
+        return false;
+    }
+    *stats = ((struct cuda_backend *) backend->context)->graphs.cache.stats;
+    ggmlx_ok();
+    return true;
+}
+
 /* ---- the backend --------------------------------------------------------------------------- */
 
 static const char * cuda_get_name(ggml_backend_t backend) {
@@ -456,6 +499,8 @@ static void destroy(struct cuda_backend * ctx, const char * func) {
         }
         ggmlx_cuda_check(d, cudaStreamSynchronize(ctx->stream), func, "cudaStreamSynchronize");
     }
+    /* executable graphs reference the scratch and workspace freed below */
+    ggmlx_cuda_graphs_free(&ctx->graphs);
     if (ctx->cublas != NULL) {
         const cublasStatus_t cs = cublasDestroy(ctx->cublas);
         if (cs != CUBLAS_STATUS_SUCCESS) {
@@ -550,6 +595,7 @@ ggml_backend_t ggmlx_cuda_backend_new(struct ggmlx_cuda_device * d, const char *
     }
     ctx->d      = d;
     ctx->status = GGML_STATUS_SUCCESS;
+    ggmlx_cuda_graphs_init(&ctx->graphs, d);
     /* non-blocking: the legacy default stream (other libraries' work) never serializes with ours */
     if (!ggmlx_cuda_check(d, cudaStreamCreateWithFlags(&ctx->stream, cudaStreamNonBlocking), func,
                           "cudaStreamCreateWithFlags")) {

@@ -14,6 +14,7 @@
 struct cuda_buffer {
     struct ggmlx_cuda_device * d;
     void                     * ptr;
+    size_t                     size; /* taken from the device's budget */
 };
 
 /* ---- which buffers are ours ---------------------------------------------------------------- */
@@ -73,6 +74,7 @@ static void buffer_free(ggml_backend_buffer_t buffer) {
     if (!atomic_load(&b->d->failed) && ggmlx_cuda_set_device(b->d, "ggml_backend_buffer_free")) {
         ggmlx_cuda_check(b->d, cudaFree(b->ptr), "ggml_backend_buffer_free", "cudaFree");
     }
+    ggmlx_cuda_vmem_release(&b->d->vmem, b->size);
     free(b);
 }
 
@@ -122,9 +124,9 @@ static void buffer_get_tensor_2d(ggml_backend_buffer_t buffer, const struct ggml
 }
 
 /*
- * dst is in this buffer. From another CUDA buffer: on the same GPU a device-to-device copy, from
- * another GPU a peer copy (the runtime stages it when peer access is off). From host memory: an
- * upload. Anything else (a SIM device's private memory): false, the caller goes through the host.
+ * dst is in this buffer. From another CUDA buffer: on the same GPU (another virtual device on it
+ * too) a device-to-device copy, from another GPU a peer copy (the runtime stages it when peer
+ * access is off). From host memory: an upload. Anything else (a SIM device's private memory): false, the caller goes through the host.
  */
 static bool buffer_cpy_tensor(ggml_backend_buffer_t buffer, const struct ggml_tensor * src, struct ggml_tensor * dst) {
     static const char * func = "ggml_backend_tensor_copy";
@@ -142,10 +144,12 @@ static bool buffer_cpy_tensor(ggml_backend_buffer_t buffer, const struct ggml_te
     if (!ggmlx_cuda_alive(sd, func) || !ggmlx_cuda_set_device(b->d, func)) {
         return true; /* refused with a message: a host fallback would touch the failed device too */
     }
-    cudaError_t err = sd == b->d
+    /* one GPU (two virtual devices on it included): a plain device-to-device copy */
+    const bool same_gpu = sd->ordinal == b->d->ordinal;
+    cudaError_t err = same_gpu
         ? cudaMemcpyAsync(dst->data, src->data, n, cudaMemcpyDeviceToDevice, cudaStreamPerThread)
         : cudaMemcpyPeerAsync(dst->data, b->d->ordinal, src->data, sd->ordinal, n, cudaStreamPerThread);
-    if (ggmlx_cuda_check(b->d, err, func, sd == b->d ? "cudaMemcpyAsync" : "cudaMemcpyPeerAsync")) {
+    if (ggmlx_cuda_check(b->d, err, func, same_gpu ? "cudaMemcpyAsync" : "cudaMemcpyPeerAsync")) {
         finish(b->d, func);
     }
     return true;
@@ -192,23 +196,32 @@ static ggml_backend_buffer_t buft_alloc_buffer(ggml_backend_buffer_type_t buft, 
         ggmlx_error(func, "%s: out of host memory", d->name);
         return NULL;
     }
-    b->d   = d;
-    b->ptr = NULL;
+    b->d    = d;
+    b->ptr  = NULL;
+    b->size = size;
+    /* the device's budget first: on a shared GPU one device's out-of-memory is its own */
+    if (!ggmlx_cuda_vmem_reserve(&d->vmem, size, func, d->name)) {
+        goto err_free;
+    }
     const cudaError_t err = cudaMalloc(&b->ptr, size);
     if (err != cudaSuccess) {
         char what[96];
         snprintf(what, sizeof what, "cudaMalloc of %zu bytes", size);
         ggmlx_cuda_check(d, err, func, what);
-        free(b);
-        return NULL;
+        goto err_release;
     }
     ggml_backend_buffer_t buffer = ggml_backend_buffer_init(buft, cuda_buffer_iface, b, size);
     if (buffer == NULL) {
         ggmlx_cuda_check(d, cudaFree(b->ptr), func, "cudaFree");
-        free(b);
-        return NULL;
+        goto err_release;
     }
     return buffer;
+
+err_release:
+    ggmlx_cuda_vmem_release(&d->vmem, size);
+err_free:
+    free(b);
+    return NULL;
 }
 
 static size_t buft_get_alignment(ggml_backend_buffer_type_t buft) {

@@ -6,6 +6,7 @@
  * and the rest of the library works as without CUDA.
  */
 #include "cuda-comm.h"
+#include "cuda-graph.h"
 #include "cuda-impl.h"
 #include "cuda-ops.h"
 
@@ -57,9 +58,13 @@ bool ggmlx_cuda_check(struct ggmlx_cuda_device * d, cudaError_t err, const char 
     snprintf(msg, sizeof msg, "%s%s%s: %s (%s)", d ? d->name : "", d ? ": " : "", what, cudaGetErrorName(err),
              cudaGetErrorString(err));
     if (d != NULL && is_sticky(err)) {
-        bool expected = false;
-        if (atomic_compare_exchange_strong(&d->failed, &expected, true)) {
-            snprintf(d->failed_msg, sizeof d->failed_msg, "%s", msg);
+        /* the context is per GPU: every virtual device on it is gone with it */
+        for (int i = 0; i < g_n_devices; i++) {
+            struct ggmlx_cuda_device * o = &g_devices[i];
+            bool expected = false;
+            if ((o == d || o->ordinal == d->ordinal) && atomic_compare_exchange_strong(&o->failed, &expected, true)) {
+                snprintf(o->failed_msg, sizeof o->failed_msg, "%s", msg);
+            }
         }
         ggmlx_error(func, "%s; %s is marked failed (a sticky CUDA error: restart the process)", msg, d->name);
         return false;
@@ -114,6 +119,18 @@ static bool probe_device(struct ggmlx_cuda_device * d, int ordinal) {
     return true;
 }
 
+/* a virtual device past the physical ones repeats the properties of its GPU (GGML_CUDA_DEVICES) */
+static void copy_physical(struct ggmlx_cuda_device * d, const struct ggmlx_cuda_device * p) {
+    d->ordinal   = p->ordinal;
+    d->cc        = p->cc;
+    d->pools     = p->pools;
+    d->total_mem = p->total_mem;
+    memcpy(d->description, p->description, sizeof d->description);
+    memcpy(d->pci_id, p->pci_id, sizeof d->pci_id);
+    atomic_init(&d->failed, false);
+    d->failed_msg[0] = '\0';
+}
+
 static void find_devices(void) {
     int n = 0;
     const cudaError_t err = cudaGetDeviceCount(&n);
@@ -128,15 +145,39 @@ static void find_devices(void) {
                   GGML_CUDA_MAX_DEVICES);
         n = GGML_CUDA_MAX_DEVICES;
     }
+    /* the physical GPUs first, in slots 0..n_phys-1, which round-robin maps to themselves */
+    int n_phys = 0;
     for (int i = 0; i < n; i++) {
-        struct ggmlx_cuda_device * d = &g_devices[g_n_devices];
-        if (!probe_device(d, i)) {
-            continue; /* a device the runtime cannot describe is left out, the others stay */
+        if (probe_device(&g_devices[n_phys], i)) {
+            n_phys++; /* a device the runtime cannot describe is left out, the others stay */
         }
-        snprintf(d->name, sizeof d->name, "CUDA%d", g_n_devices);
+    }
+    const int n_virt = ggmlx_cuda_vdev_count(getenv("GGML_CUDA_DEVICES"), n_phys, GGML_CUDA_MAX_DEVICES);
+    const char * mem_env = getenv("GGMLX_CUDA_DEVICE_MEMORY");
+    struct ggmlx_cuda_vdev plan[GGML_CUDA_MAX_DEVICES];
+    ggmlx_cuda_vdev_plan(plan, n_virt, n_phys);
+    /* the GPUs' own ids, before the physical slots get their "-vK" */
+    char gpu_ids[GGML_CUDA_MAX_DEVICES][sizeof g_devices[0].pci_id];
+    for (int p = 0; p < n_phys; p++) {
+        memcpy(gpu_ids[p], g_devices[p].pci_id, sizeof gpu_ids[p]);
+    }
+    for (int v = 0; v < n_virt; v++) {
+        struct ggmlx_cuda_device * d = &g_devices[v];
+        if (v >= n_phys) {
+            copy_physical(d, &g_devices[plan[v].physical]);
+        }
+        d->share = plan[v].share;
+        ggmlx_cuda_vdev_id(d->pci_id, sizeof d->pci_id, gpu_ids[plan[v].physical], &plan[v]);
+        ggmlx_cuda_vmem_init(&d->vmem, ggmlx_cuda_vdev_budget(d->total_mem, d->share, mem_env));
+        snprintf(d->name, sizeof d->name, "CUDA%d", v);
         d->buft = (struct ggml_backend_buffer_type){ ggmlx_cuda_buft_iface, &d->dev, d };
         d->dev  = (struct ggml_backend_device){ g_dev_iface, &g_reg, d };
-        g_n_devices++;
+    }
+    g_n_devices = n_virt;
+    if (n_virt != n_phys) {
+        const int used = n_phys < n_virt ? n_phys : n_virt;
+        ggmlx_log(GGML_LOG_LEVEL_INFO, "ggml_backend_cuda_reg: GGML_CUDA_DEVICES=%d: %d device%s on %d GPU%s\n", n_virt,
+                  n_virt, n_virt == 1 ? "" : "s", used, used == 1 ? "" : "s");
     }
     ggmlx_log(GGML_LOG_LEVEL_DEBUG, "ggml_backend_cuda_reg: %d CUDA device%s\n", g_n_devices,
               g_n_devices == 1 ? "" : "s");
@@ -177,15 +218,16 @@ static const char * dev_get_description(ggml_backend_dev_t dev) {
     return ((struct ggmlx_cuda_device *) dev->context)->description;
 }
 
+/* the device's budget (the GPU's memory, or its share of it): what is left of it, bounded by
+ * what the GPU really has free (other devices and processes use it too) */
 static void dev_get_memory(ggml_backend_dev_t dev, size_t * free, size_t * total) {
     static const char * func = "ggml_backend_dev_memory";
     struct ggmlx_cuda_device * d = dev->context;
     *free  = 0;
-    *total = d->total_mem;
+    *total = d->vmem.budget;
     size_t f = 0, t = 0;
     if (ggmlx_cuda_set_device(d, func) && ggmlx_cuda_check(d, cudaMemGetInfo(&f, &t), func, "cudaMemGetInfo")) {
-        *free  = f;
-        *total = t;
+        *free = ggmlx_cuda_vmem_free(&d->vmem, f);
     }
 }
 
@@ -333,6 +375,7 @@ static void * reg_get_proc_address(ggml_backend_reg_t reg, const char * name) {
         { "ggml_backend_comm_init",              (void *) ggmlx_cuda_comm_init },
         { "ggml_backend_comm_free",              (void *) ggmlx_cuda_comm_free },
         { "ggml_backend_comm_allreduce_tensor",  (void *) ggmlx_cuda_comm_allreduce_tensor },
+        { "ggmlx_backend_cuda_graph_stats",      (void *) ggmlx_backend_cuda_graph_stats },
     };
     return ggmlx_proc_lookup(procs, sizeof procs / sizeof procs[0], name);
 }

@@ -8,6 +8,7 @@
 
 #include "backend/ggml-backend-impl.h"
 #include "ggml-cuda.h"
+#include "virtual-devices.h"
 
 #include <cuda_runtime_api.h>
 #include <stdatomic.h>
@@ -24,9 +25,14 @@ struct ggmlx_cuda_device {
     size_t total_mem;
     char   name[16];         /* "CUDA0" */
     char   description[256]; /* the GPU's product name */
-    char   pci_id[32];       /* lower case "dddd:bb:dd.f" */
+    char   pci_id[40];       /* lower case "dddd:bb:dd.f", "-vK" added for a shared GPU's K-th device */
+    int    share;            /* devices of this process on the same GPU (GGML_CUDA_DEVICES) */
 
-    /* a sticky CUDA error poisons the device's context: every later call on it must fail */
+    /* buffers take their bytes from this budget before cudaMalloc (virtual-devices.h) */
+    struct ggmlx_cuda_vmem vmem;
+
+    /* a sticky CUDA error poisons the GPU's context: every later call on it (on every device
+     * sharing that GPU) must fail */
     atomic_bool failed;
     char        failed_msg[256];
 

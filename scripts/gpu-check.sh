@@ -11,7 +11,11 @@
 #   devices      ggml-devices: the registry must show a CUDA device
 #   conformance  ggml-conformance on every device, GGMLX_TEST_REQUIRE_CUDA=1 (a skip on CUDA of a case it claims fails)
 #   bench-cuda   bandwidth and mul_mat against a device copy and cuBLAS (markdown + JSON)
+#   graphs       bench-cuda-graphs: us per node of a 1000-node graph of tiny adds, with and without
+#                CUDA graphs (output joins bench-cuda.md)
 #   demo         ggml-demo on the best device
+#   virtual      GGML_CUDA_DEVICES=3: cuda-virtual-check (budgets, out-of-memory per device, copies
+#                between devices, graph replays) and ggml-demo over the 3 devices (output joins demo.log)
 #   comm         cuda-comm-check: NCCL all-reduce through the CUDA registry (1 rank on CUDA0; a real sum
 #                with 2+ GPUs); no NCCL library is a skip. Its output goes to devices.log
 #   sanitizer    compute-sanitizer memcheck over ggml-conformance --device CUDA0 on a few filters
@@ -244,6 +248,15 @@ else
     record bench-cuda "FAIL (not built)" 0.0 "-"
 fi
 
+# ---- graphs: launch overhead with and without CUDA graphs -------------------------------------------
+if have bench-cuda-graphs; then
+    echo "--- bench-cuda-graphs" >>"$bench_log"
+    run_step graphs 60 "$bench_log" "$bin/bench-cuda-graphs"
+    record graphs "$(status_of "$step_rc")" "$step_time" "$(grep '^bench-cuda-graphs:' "$bench_log" | tail -n 1 | sed 's/^bench-cuda-graphs: //')"
+else
+    record graphs "FAIL (not built)" 0.0 "-"
+fi
+
 # ---- demo --------------------------------------------------------------------------------------------
 demo_log=$logs/demo.log
 : >"$demo_log"
@@ -257,6 +270,24 @@ if have ggml-demo; then
     record demo "$st" "$step_time" "$(tail -n 1 "$demo_log")"
 else
     record demo "FAIL (not built)" 0.0 "-"
+fi
+
+# ---- virtual: GGML_CUDA_DEVICES=3 on the one GPU --------------------------------------------------------
+if have cuda-virtual-check && have ggml-demo; then
+    echo "--- cuda-virtual-check (GGML_CUDA_DEVICES=3)" >>"$demo_log"
+    run_step virtual 60 "$demo_log" "$bin/cuda-virtual-check" --devices 3
+    v_rc=$step_rc
+    v_time=$step_time
+    v_key=$(grep '^cuda-virtual-check:' "$demo_log" | tail -n 1 | sed 's/^cuda-virtual-check: //')
+    echo "--- ggml-demo with GGML_CUDA_DEVICES=3" >>"$demo_log"
+    run_step "virtual demo" 60 "$demo_log" env GGML_CUDA_DEVICES=3 "$bin/ggml-demo" --no-trace
+    if [ "$v_rc" = 0 ]; then
+        v_rc=$step_rc
+    fi
+    v_time=$(awk -v a="$v_time" -v b="$step_time" 'BEGIN { printf "%.1f", a + b }')
+    record virtual "$(status_of "$v_rc")" "$v_time" "${v_key:-see demo.log}; demo on 3 devices: $(tail -n 1 "$demo_log")"
+else
+    record virtual "FAIL (not built)" 0.0 "-"
 fi
 
 # ---- comm ----------------------------------------------------------------------------------------------

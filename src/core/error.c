@@ -4,6 +4,7 @@
 #include "ggml-impl.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -88,12 +89,15 @@ void ggmlx_ok(void) {
 }
 
 static bool abort_on_error(void) {
-    static int mode = -1;
-    if (mode < 0) {
+    /* atomic: two threads' first errors may read the variable at once (any of them may write it) */
+    static atomic_int mode = -1;
+    int m = atomic_load_explicit(&mode, memory_order_relaxed);
+    if (m < 0) {
         const char * s = getenv("GGMLX_ON_ERROR");
-        mode = (s && strcmp(s, "abort") == 0) ? 1 : 0;
+        m = (s && strcmp(s, "abort") == 0) ? 1 : 0;
+        atomic_store_explicit(&mode, m, memory_order_relaxed);
     }
-    return mode == 1;
+    return m == 1;
 }
 
 void ggmlx_errorv(const char * func, const char * fmt, va_list ap) {
