@@ -328,6 +328,64 @@ Test(meta_compute, a_new_graph_in_reused_context_memory_starts_clean) {
     meta_run_free(&r);
 }
 
+/*
+ * Forgetting a tensor's split must leave every other recorded split in place. Round after round
+ * a graph is rebuilt in the same memory with a shifting number of padding inputs in front, so
+ * old row-split products' addresses land on new inputs and products alike, and the table drops
+ * entries among live ones. Every value is checked against a double-precision reference.
+ */
+Test(meta_compute, many_graphs_in_reused_memory_keep_each_products_split) {
+    enum { N_PROD = 24, N_ROUNDS = 24 };
+    float w[MM_K * MM_N], x[N_PROD][MM_K * MM_M], y[MM_N * MM_M];
+    for (int i = 0; i < MM_K * MM_N; i++) {
+        w[i] = (float) ((i * 7) % 13) * 0.125f - 0.75f;
+    }
+    struct meta_run r;
+    meta_run_weights(&r, 2, &g_tab, split_even(1, 2, MM_N), MM_K, MM_N, w);
+    static uint8_t mem[64 * 1024];
+    const struct ggml_init_params ip = { sizeof mem, mem, true };
+    ggml_gallocr_t ga = ggml_gallocr_new(ggml_backend_dev_buffer_type(r.meta));
+    cr_assert_not_null(ga);
+    for (int round = 0; round < N_ROUNDS; round++) {
+        struct ggml_context * c = ggml_init(ip);
+        for (int p = 0; p < round % 3; p++) {
+            ggml_set_input(ggml_new_tensor_1d(c, GGML_TYPE_F32, 4));
+        }
+        struct ggml_cgraph * g = ggml_new_graph_custom(c, 4 * N_PROD, false);
+        struct ggml_tensor * xt[N_PROD], * yt[N_PROD];
+        for (int i = 0; i < N_PROD; i++) {
+            xt[i] = ggml_new_tensor_2d(c, GGML_TYPE_F32, MM_K, MM_M);
+            ggml_set_input(xt[i]);
+            yt[i] = ggml_mul_mat(c, r.w, xt[i]);
+            ggml_set_output(yt[i]);
+            ggml_build_forward_expand(g, yt[i]);
+        }
+        cr_assert(ggml_gallocr_alloc_graph(ga, g), "round %d: %s", round, last_err());
+        for (int i = 0; i < N_PROD; i++) {
+            for (int j = 0; j < MM_K * MM_M; j++) {
+                x[i][j] = (float) ((j * 3 + i * 5 + round) % 9) * 0.25f - 1.0f;
+            }
+            ggml_backend_tensor_set(xt[i], x[i], 0, sizeof x[i]);
+        }
+        cr_assert_eq(ggml_backend_graph_compute(r.be, g), GGML_STATUS_SUCCESS, "round %d: %s", round, last_err());
+        for (int i = 0; i < N_PROD; i++) {
+            ggml_backend_tensor_get(yt[i], y, 0, sizeof y);
+            for (int m = 0; m < MM_M; m++) {
+                for (int n = 0; n < MM_N; n++) {
+                    double want = 0.0;
+                    for (int k = 0; k < MM_K; k++) {
+                        want += (double) w[n * MM_K + k] * (double) x[i][m * MM_K + k];
+                    }
+                    cr_assert_float_eq(y[m * MM_N + n], want, 1e-5, "round %d, product %d, y[%d, %d]", round, i, n, m);
+                }
+            }
+        }
+        ggml_free(c);
+    }
+    ggml_gallocr_free(ga);
+    meta_run_free(&r);
+}
+
 /* ---- views and row ops on a split result ------------------------------------------------------------ */
 
 /* y = w x split by rows (axis 0 of y), then op; the result read whole against ref */

@@ -12,11 +12,15 @@
 
 /* ---- the split table ---------------------------------------------------------------------------- */
 
-static size_t key_slot(const struct meta_buffer * mb, const struct ggml_tensor * t) {
+static size_t key_home(const struct meta_buffer * mb, const struct ggml_tensor * t) {
     uint64_t x = (uint64_t) (uintptr_t) t;
     x ^= x >> 29;
     x *= 0xbf58476d1ce4e5b9ull;
-    size_t i = (size_t) (x >> 17) & (mb->cap_keys - 1);
+    return (size_t) (x >> 17) & (mb->cap_keys - 1);
+}
+
+static size_t key_slot(const struct meta_buffer * mb, const struct ggml_tensor * t) {
+    size_t i = key_home(mb, t);
     while (mb->keys[i] != NULL && mb->keys[i] != t) {
         i = (i + 1) & (mb->cap_keys - 1);
     }
@@ -75,6 +79,40 @@ static struct meta_tensor_info * info_get(struct meta_buffer * mb, const struct 
     mb->keys[i] = t;
     mb->vals[i] = (uint32_t) mb->n_infos;
     return info;
+}
+
+/*
+ * caller holds mb->lock; drops t's entry. The probe chain is closed by shifting later entries
+ * back (no tombstones), and the last info moves into the freed place, so the table stays as
+ * large as the tensors that are split now, however many graphs come and go.
+ */
+static void info_forget(struct meta_buffer * mb, const struct ggml_tensor * t) {
+    if (mb->cap_keys == 0) {
+        return;
+    }
+    const size_t mask = mb->cap_keys - 1;
+    size_t i = key_slot(mb, t);
+    if (mb->keys[i] != t) {
+        return;
+    }
+    const size_t idx = mb->vals[i] - 1;
+    for (size_t j = (i + 1) & mask; mb->keys[j] != NULL; j = (j + 1) & mask) {
+        const size_t h = key_home(mb, mb->keys[j]);
+        const bool stays = i <= j ? (i < h && h <= j) : (i < h || h <= j);
+        if (!stays) {
+            mb->keys[i] = mb->keys[j];
+            mb->vals[i] = mb->vals[j];
+            i = j;
+        }
+    }
+    mb->keys[i] = NULL;
+    mb->vals[i] = 0;
+    const size_t last = mb->n_infos - 1;
+    if (idx != last) {
+        mb->infos[idx] = mb->infos[last];
+        mb->vals[key_slot(mb, mb->infos[idx].tensor)] = (uint32_t) idx + 1;
+    }
+    mb->n_infos--;
 }
 
 struct meta_buffer * meta_buffer_of(ggml_backend_buffer_t buf) {
@@ -142,7 +180,7 @@ bool meta_buffer_dev_view(const struct ggml_tensor * t, const struct meta_split 
                 return false;
             }
             out->ne[s->axis] = s->len[0][d];
-            off += (size_t) meta_split_start(s, mb->mdev->n, 0, d) * t->nb[s->axis];
+            off += meta_axis_bytes(t, s->axis, meta_split_start(s, mb->mdev->n, 0, d));
         }
         out->data = dev_base + off;
         return true;
@@ -188,14 +226,14 @@ static void for_each_run(const struct ggml_tensor * r, const struct meta_split *
         return;
     }
     const int    a     = s->axis;
-    const size_t block = r->nb[a] * (size_t) r->ne[a]; /* axis a and everything below it */
-    const size_t dev_block = r->nb[a] * (size_t) meta_split_dev_len(s, n_devs, d);
+    const size_t block = meta_axis_bytes(r, a, r->ne[a]); /* axis a and everything below it */
+    const size_t dev_block = meta_axis_bytes(r, a, meta_split_dev_len(s, n_devs, d));
     const size_t outer = block > 0 ? ggml_nbytes(r) / block : 0;
     for (size_t o = 0; o < outer; o++) {
         size_t dev_pos = o * dev_block;
         for (uint32_t k = 0; k < s->n_seg; k++) {
-            const size_t n     = (size_t) s->len[k][d] * r->nb[a];
-            const size_t start = o * block + (size_t) meta_split_start(s, n_devs, k, d) * r->nb[a];
+            const size_t n     = meta_axis_bytes(r, a, s->len[k][d]);
+            const size_t start = o * block + meta_axis_bytes(r, a, meta_split_start(s, n_devs, k, d));
             const size_t b0 = start > lo ? start : lo;
             const size_t b1 = start + n < hi ? start + n : hi;
             if (b1 > b0) {
@@ -468,10 +506,25 @@ static void meta_buffer_clear(ggml_backend_buffer_t buffer, uint8_t value) {
     }
 }
 
+/*
+ * A tensor placed in a compute buffer starts MIRRORED. Its struct may sit where a tensor of an
+ * earlier graph sat (a context's memory reused), and the split table is keyed by address, so
+ * whatever that tensor left behind is dropped here. Weights' splits are fixed at allocation.
+ */
+static enum ggml_status meta_buffer_init_tensor(ggml_backend_buffer_t buffer, struct ggml_tensor * tensor) {
+    struct meta_buffer * mb = buffer->context;
+    if (!mb->compact) {
+        pthread_mutex_lock(&mb->lock);
+        info_forget(mb, tensor);
+        pthread_mutex_unlock(&mb->lock);
+    }
+    return GGML_STATUS_SUCCESS;
+}
+
 static const struct ggml_backend_buffer_i meta_buffer_iface = {
     .free_buffer   = meta_buffer_free,
     .get_base      = meta_buffer_get_base,
-    .init_tensor   = NULL,
+    .init_tensor   = meta_buffer_init_tensor,
     .memset_tensor = meta_buffer_memset_tensor,
     .set_tensor    = meta_buffer_set_tensor,
     .get_tensor    = meta_buffer_get_tensor,

@@ -162,7 +162,7 @@ static struct ggml_tensor * dev_as(struct pass * p, struct slot * sl, const stru
     int64_t ne[GGML_MAX_DIMS];
     memcpy(ne, base->ne, sizeof ne);
     ne[want->axis] = want->len[0][d];
-    char * data = (char *) base->data + (size_t) meta_split_start(want, p->n, 0, d) * base->nb[want->axis];
+    char * data = (char *) base->data + meta_axis_bytes(base, want->axis, meta_split_start(want, p->n, 0, d));
     return dev_tensor(p, d, base, ne, base->nb, data, base->buffer);
 }
 

@@ -45,6 +45,14 @@ bool    meta_split_equal(const struct meta_split * a, const struct meta_split * 
 void    meta_split_mirrored(struct meta_split * s);
 
 /*
+ * Bytes that n elements of t take along axis a. Along axis 0 a quantized type packs a block of
+ * elements into one nb[0], so the count goes through the type's block size there.
+ */
+static inline size_t meta_axis_bytes(const struct ggml_tensor * t, int a, int64_t n) {
+    return a == 0 ? ggml_row_size(t->type, n) : (size_t) n * t->nb[a];
+}
+
+/*
  * Converts the user's state for tensor t into a meta_split; false with a message (naming t)
  * when the state is not valid for a statically allocated tensor.
  */
