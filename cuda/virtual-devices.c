@@ -5,6 +5,7 @@
 #include "virtual-devices.h"
 
 #include "ggml-impl.h"
+#include "parse-bytes.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -66,45 +67,15 @@ void ggmlx_cuda_vdev_id(char * out, size_t size, const char * gpu_id, const stru
     }
 }
 
-bool ggmlx_cuda_parse_bytes(const char * s, size_t * out) {
-    if (s == NULL || !isdigit((unsigned char) s[0])) {
-        return false;
-    }
-    char * end = NULL;
-    errno = 0;
-    const unsigned long long v = strtoull(s, &end, 10);
-    if (errno != 0) {
-        return false;
-    }
-    unsigned shift = 0;
-    switch (toupper((unsigned char) *end)) {
-    case 'K': shift = 10; end++; break;
-    case 'M': shift = 20; end++; break;
-    case 'G': shift = 30; end++; break;
-    case 'T': shift = 40; end++; break;
-    default: break;
-    }
-    if (shift != 0 && (end[0] == 'i' || end[0] == 'I') && (end[1] == 'B' || end[1] == 'b')) {
-        end += 2;
-    } else if (end[0] == 'B' || end[0] == 'b') {
-        end++;
-    }
-    if (*end != '\0' || v == 0 || v > (unsigned long long) (SIZE_MAX >> shift)) {
-        return false;
-    }
-    *out = (size_t) v << shift;
-    return true;
-}
-
 size_t ggmlx_cuda_vdev_budget(size_t physical_total, int share, const char * mem_env) {
     if (mem_env != NULL && mem_env[0] != '\0') {
         size_t bytes = 0;
-        if (ggmlx_cuda_parse_bytes(mem_env, &bytes)) {
+        if (ggmlx_parse_bytes(mem_env, &bytes) && bytes > 0) {
             return bytes;
         }
         ggmlx_log(GGML_LOG_LEVEL_ERROR,
-                  "ggml_backend_cuda_reg: GGMLX_CUDA_DEVICE_MEMORY='%s' is not a byte count (digits, then K, M, G "
-                  "or T); ignored\n",
+                  "ggml_backend_cuda_reg: GGMLX_CUDA_DEVICE_MEMORY='%s' is not a positive byte count (digits, "
+                  "then K, M, G or T); ignored\n",
                   mem_env);
     }
     return share > 1 ? physical_total / (size_t) share : physical_total;

@@ -44,13 +44,6 @@ void ggmlx_cuda_vdev_plan(struct ggmlx_cuda_vdev * out, int n_virtual, int n_phy
 void ggmlx_cuda_vdev_id(char * out, size_t size, const char * gpu_id, const struct ggmlx_cuda_vdev * v);
 
 /*
- * A byte count as GGMLX_CUDA_DEVICE_MEMORY takes it: digits with an optional suffix K, M, G, T
- * (powers of 1024; "KiB", "MiB", ... and "B" accepted too). false for anything else, overflow
- * and 0 included.
- */
-bool ggmlx_cuda_parse_bytes(const char * s, size_t * out);
-
-/*
  * The budget of one virtual device: mem_env (GGMLX_CUDA_DEVICE_MEMORY, may be NULL) when it is
  * a valid byte count, else physical_total / share. A bad mem_env is an ERROR log and ignored.
  */

@@ -22,6 +22,12 @@ static inline int bench_cmp_double(const void * a, const void * b) {
     return (x > y) - (x < y);
 }
 
+/* the median of n > 0 timings, the mean of the middle two for even n (t is sorted in place) */
+static inline double bench_median(double * t, int n) {
+    qsort(t, (size_t) n, sizeof *t, bench_cmp_double);
+    return n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
+}
+
 /* median, 10th and 90th percentile of n timings (t is sorted in place) */
 struct bench_stats {
     double median, p10, p90;

@@ -42,14 +42,19 @@ struct mm_case {
     bool    poison;                     /* NaN in the product's memory before computing */
 };
 
-static struct ggmlx_meta_stats run_mul_mat(struct mm_case c) {
-    float w[MM_K * MM_N], x[MM_K * MM_M], y[MM_N * MM_M];
+/* the weight and input of the product tests: short periodic patterns of values exact in binary */
+static void mm_fill(float w[MM_K * MM_N], float x[MM_K * MM_M]) {
     for (int i = 0; i < MM_K * MM_N; i++) {
         w[i] = (float) ((i * 5) % 11) * 0.125f - 0.5f;
     }
     for (int i = 0; i < MM_K * MM_M; i++) {
         x[i] = (float) ((i * 3) % 7) * 0.25f - 0.75f;
     }
+}
+
+static struct ggmlx_meta_stats run_mul_mat(struct mm_case c) {
+    float w[MM_K * MM_N], x[MM_K * MM_M], y[MM_N * MM_M];
+    mm_fill(w, x);
     struct meta_run r;
     const size_t n_devs = c.n_devs ? c.n_devs : 2;
     const int64_t extent = c.axis == 0 ? MM_K : MM_N;
@@ -163,12 +168,7 @@ Test(meta_compute, mul_mat_with_an_empty_share) {
  */
 Test(meta_compute, mul_mat_with_a_two_segment_weight_is_right_or_refused) {
     float w[MM_K * MM_N], x[MM_K * MM_M], y[MM_N * MM_M];
-    for (int i = 0; i < MM_K * MM_N; i++) {
-        w[i] = (float) ((i * 5) % 11) * 0.125f - 0.5f;
-    }
-    for (int i = 0; i < MM_K * MM_M; i++) {
-        x[i] = (float) ((i * 3) % 7) * 0.25f - 0.75f;
-    }
+    mm_fill(w, x);
     struct meta_run r;
     meta_run_weights(&r, 2, &g_tab, split_list(1, 2, (const int64_t[]) { 3, 1, 2, 2 }, 4), MM_K, MM_N, w);
     struct ggml_tensor * xt = ggml_new_tensor_2d(r.gctx, GGML_TYPE_F32, MM_K, MM_M);
@@ -200,12 +200,7 @@ Test(meta_compute, mul_mat_with_a_two_segment_weight_is_right_or_refused) {
 /* the CPU as one of the devices: its part computes on the host, reductions copy to and from it */
 Test(meta_compute, sim_and_cpu_device_reduce) {
     float w[MM_K * MM_N], x[MM_K * MM_M], y[MM_N * MM_M];
-    for (int i = 0; i < MM_K * MM_N; i++) {
-        w[i] = (float) ((i * 5) % 11) * 0.125f - 0.5f;
-    }
-    for (int i = 0; i < MM_K * MM_M; i++) {
-        x[i] = (float) ((i * 3) % 7) * 0.25f - 0.75f;
-    }
+    mm_fill(w, x);
     split_table_init(&g_tab);
     split_table_add(&g_tab, "w", split_list(0, 1, (const int64_t[]) { 6, 10 }, 2));
     ggml_backend_dev_t devs[2] = { sim_dev(0), ggml_backend_dev_by_type(GGML_BACKEND_DEVICE_TYPE_CPU) };
@@ -258,12 +253,7 @@ Test(meta_compute, sim_and_cpu_device_reduce) {
  */
 Test(meta_compute, a_new_graph_in_reused_context_memory_starts_clean) {
     float w[MM_K * MM_N], x[MM_K * MM_M], y[MM_N * MM_M];
-    for (int i = 0; i < MM_K * MM_N; i++) {
-        w[i] = (float) ((i * 5) % 11) * 0.125f - 0.5f;
-    }
-    for (int i = 0; i < MM_K * MM_M; i++) {
-        x[i] = (float) ((i * 3) % 7) * 0.25f - 0.75f;
-    }
+    mm_fill(w, x);
     struct meta_run r;
     meta_run_weights(&r, 2, &g_tab, split_even(1, 2, MM_N), MM_K, MM_N, w);
     static uint8_t mem[64 * 1024];
@@ -397,12 +387,7 @@ typedef void (*after_ref_fn)(const double * y, double * out);
 static void check_after_rows_split(after_fn fn, after_ref_fn ref, const char * what) {
     float w[MM_K * MM_N], x[MM_K * MM_M];
     double yr[MM_N * MM_M], want[MM_N * MM_M];
-    for (int i = 0; i < MM_K * MM_N; i++) {
-        w[i] = (float) ((i * 5) % 11) * 0.125f - 0.5f;
-    }
-    for (int i = 0; i < MM_K * MM_M; i++) {
-        x[i] = (float) ((i * 3) % 7) * 0.25f - 0.75f;
-    }
+    mm_fill(w, x);
     for (int m = 0; m < MM_M; m++) {
         for (int n = 0; n < MM_N; n++) {
             double s = 0;

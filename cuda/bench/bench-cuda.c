@@ -25,6 +25,7 @@
  * This program links its own static cudart. libggml-cuda keeps its copy hidden, so the two never
  * see each other's streams or events; they share only the device's primary context.
  */
+#include "bench-util.h"
 #include "ggml.h"
 #include "ggml-alloc.h"
 #include "ggml-backend.h"
@@ -103,24 +104,6 @@ static const char * keep_note(const char * fmt, const char * a, const char * b) 
 static const char * last_error(void) {
     const char * e = ggmlx_last_error();
     return e ? e : "no message";
-}
-
-/* ---- timing -------------------------------------------------------------------------------------- */
-
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return 1e3 * (double) ts.tv_sec + 1e-6 * (double) ts.tv_nsec;
-}
-
-static int cmp_double(const void * a, const void * b) {
-    const double x = *(const double *) a, y = *(const double *) b;
-    return (x > y) - (x < y);
-}
-
-static double median(double * t, int n) {
-    qsort(t, (size_t) n, sizeof *t, cmp_double);
-    return n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
 }
 
 /* ---- random data (never zeros: they hide unwritten outputs and can run faster) ---------------------- */
@@ -248,7 +231,7 @@ static double ref_copy_ms(struct ref * r, size_t n, const struct options * o) {
         CU(cudaEventElapsedTime(&ms, r->start, r->stop));
         t[rep] = (double) ms / o->batch;
     }
-    return median(t, o->reps);
+    return bench_median(t, o->reps);
 err:
     return NAN;
 }
@@ -270,7 +253,7 @@ static double ggml_graph_ms(ggml_backend_t backend, struct ggml_cgraph * gf, con
         goto err;
     }
     for (int rep = 0; rep < o->reps; rep++) {
-        const double t0 = now_ms();
+        const double t0 = (1e-3 * bench_now_us());
         for (int i = 0; i < o->batch; i++) {
             if (ggml_backend_graph_compute_async(backend, gf) != GGML_STATUS_SUCCESS) {
                 goto err;
@@ -280,9 +263,9 @@ static double ggml_graph_ms(ggml_backend_t backend, struct ggml_cgraph * gf, con
         if (ggmlx_backend_get_status(backend) != GGML_STATUS_SUCCESS) {
             goto err;
         }
-        t[rep] = (now_ms() - t0) / o->batch;
+        t[rep] = ((1e-3 * bench_now_us()) - t0) / o->batch;
     }
-    return median(t, o->reps);
+    return bench_median(t, o->reps);
 err:
     *note = keep_note("failed: %s%s", last_error(), NULL);
     return NAN;
@@ -445,7 +428,7 @@ static double cublas_mm_ms(struct ref * r, enum ggml_type wt, int m, int n, int 
         t[rep] = (double) ms / o->batch;
     }
     CU(cudaMemcpy(hc, dc, (size_t) m * n * sizeof(float), cudaMemcpyDeviceToHost));
-    res = median(t, o->reps);
+    res = bench_median(t, o->reps);
 err:
     if (dw) {
         (void) cudaFree(dw);

@@ -18,6 +18,7 @@
  * Exit status: 0 done and checked, 1 a failure (a compute, a wrong result, graphs not replayed),
  * 2 no such device.
  */
+#include "bench-util.h"
 #include "ggml.h"
 #include "ggml-alloc.h"
 #include "ggml-backend.h"
@@ -55,22 +56,6 @@ struct result {
     bool         have_stats;
     const char * error;          /* NULL: ok */
 };
-
-static double now_us(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return 1e6 * (double) ts.tv_sec + 1e-3 * (double) ts.tv_nsec;
-}
-
-static int cmp_double(const void * a, const void * b) {
-    const double x = *(const double *) a, y = *(const double *) b;
-    return (x > y) - (x < y);
-}
-
-static double median(double * t, int n) {
-    qsort(t, (size_t) n, sizeof *t, cmp_double);
-    return n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
-}
 
 static char g_err[2][512];
 
@@ -147,16 +132,16 @@ static void run_mode(ggml_backend_dev_t dev, bool graphs, const struct options *
         goto done;
     }
     for (int rep = 0; rep < o->reps; rep++) {
-        const double t0 = now_us();
+        const double t0 = bench_now_us();
         for (int i = 0; i < o->batch; i++) {
             if (ggml_backend_graph_compute_async(backend, gf) != GGML_STATUS_SUCCESS) {
                 r->error = fail_msg(slot, "compute");
                 goto done;
             }
         }
-        const double t1 = now_us();
+        const double t1 = bench_now_us();
         ggml_backend_synchronize(backend);
-        const double t2 = now_us();
+        const double t2 = bench_now_us();
         t_enq[rep] = (t1 - t0) / ((double) o->batch * o->nodes);
         t_all[rep] = (t2 - t0) / ((double) o->batch * o->nodes);
     }
@@ -164,8 +149,8 @@ static void run_mode(ggml_backend_dev_t dev, bool graphs, const struct options *
         r->error = fail_msg(slot, "compute");
         goto done;
     }
-    r->us_per_node = median(t_all, o->reps);
-    r->enqueue_us  = median(t_enq, o->reps);
+    r->us_per_node = bench_median(t_all, o->reps);
+    r->enqueue_us  = bench_median(t_enq, o->reps);
 
     /* z = x + nodes * y, exact in F32 for these small integers */
     ggml_backend_tensor_get(z, host, 0, N_ELEM * sizeof *host);

@@ -5,6 +5,7 @@
 #ifndef GGML_BACKEND_DL
 
 #include "sim-impl.h"
+#include "parse-bytes.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -113,32 +114,11 @@ static bool parse_int(const char * name, const char * v, int lo, int hi, int * o
 
 /* bytes, with an optional K, M, G or T suffix (powers of 1024; a trailing B or iB is allowed) */
 static bool parse_size(const char * name, const char * v, size_t * out) {
-    if (!isdigit((unsigned char) v[0])) {
+    size_t n = 0;
+    if (!ggmlx_parse_bytes(v, &n) || n > GGMLX_SIM_MAX_MEMORY) {
         goto err;
     }
-    char * end;
-    errno = 0;
-    const unsigned long long n = strtoull(v, &end, 10);
-    if (errno != 0) {
-        goto err;
-    }
-    unsigned shift = 0;
-    switch (toupper((unsigned char) *end)) {
-    case 'K': shift = 10; end++; break;
-    case 'M': shift = 20; end++; break;
-    case 'G': shift = 30; end++; break;
-    case 'T': shift = 40; end++; break;
-    default: break;
-    }
-    if (shift > 0 && (strcasecmp(end, "iB") == 0 || strcasecmp(end, "B") == 0)) {
-        end += strlen(end);
-    } else if (shift == 0 && strcasecmp(end, "B") == 0) {
-        end++;
-    }
-    if (*end != '\0' || n > (GGMLX_SIM_MAX_MEMORY >> shift)) {
-        goto err;
-    }
-    *out = (size_t) n << shift;
+    *out = n;
     return true;
 err:
     ggmlx_error(name, "'%s' is not a size in bytes up to %zu (a number with an optional K, M, G or T suffix)", v,
