@@ -52,6 +52,15 @@ static void mm_fill(float w[MM_K * MM_N], float x[MM_K * MM_M]) {
     }
 }
 
+/* (w x)[n, m] in double precision */
+static double mm_ref(const float * w, const float * x, int n, int m) {
+    double acc = 0.0;
+    for (int k = 0; k < MM_K; k++) {
+        acc += (double) w[n * MM_K + k] * (double) x[m * MM_K + k];
+    }
+    return acc;
+}
+
 static struct ggmlx_meta_stats run_mul_mat(struct mm_case c) {
     float w[MM_K * MM_N], x[MM_K * MM_M], y[MM_N * MM_M];
     mm_fill(w, x);
@@ -96,10 +105,7 @@ static struct ggmlx_meta_stats run_mul_mat(struct mm_case c) {
     ggml_backend_tensor_get(out, y, 0, sizeof y);
     for (int m = 0; m < MM_M; m++) {
         for (int n = 0; n < MM_N; n++) {
-            double want = 0;
-            for (int k = 0; k < MM_K; k++) {
-                want += (double) w[n * MM_K + k] * (double) x[m * MM_K + k];
-            }
+            double want = mm_ref(w, x, n, m);
             if (c.sqr_after) {
                 want *= want;
             }
@@ -187,10 +193,7 @@ Test(meta_compute, mul_mat_with_a_two_segment_weight_is_right_or_refused) {
     ggml_backend_tensor_get(out, y, 0, sizeof y);
     for (int m = 0; m < MM_M; m++) {
         for (int n = 0; n < MM_N; n++) {
-            double want = 0;
-            for (int k = 0; k < MM_K; k++) {
-                want += (double) w[n * MM_K + k] * (double) x[m * MM_K + k];
-            }
+            const double want = mm_ref(w, x, n, m);
             cr_assert_float_eq(y[m * MM_N + n], want, 1e-5, "y[%d, %d]", n, m);
         }
     }
@@ -228,10 +231,7 @@ Test(meta_compute, sim_and_cpu_device_reduce) {
     ggml_backend_tensor_get(out, y, 0, sizeof y);
     for (int m = 0; m < MM_M; m++) {
         for (int n = 0; n < MM_N; n++) {
-            double want = 0;
-            for (int k = 0; k < MM_K; k++) {
-                want += (double) w[n * MM_K + k] * (double) x[m * MM_K + k];
-            }
+            const double want = mm_ref(w, x, n, m);
             cr_assert_float_eq(y[m * MM_N + n], want * want, 1e-5, "y[%d, %d]", n, m);
         }
     }
@@ -306,10 +306,7 @@ Test(meta_compute, a_new_graph_in_reused_context_memory_starts_clean) {
     ggml_backend_tensor_get(z2, y, 0, sizeof y);
     for (int m = 0; m < MM_M; m++) {
         for (int n = 0; n < MM_N; n++) {
-            double want = a[m * MM_N + n];
-            for (int k = 0; k < MM_K; k++) {
-                want += (double) w[n * MM_K + k] * (double) x[m * MM_K + k];
-            }
+            const double want = a[m * MM_N + n] + mm_ref(w, x, n, m);
             cr_assert_float_eq(y[m * MM_N + n], want, 1e-5, "z[%d, %d]", n, m);
         }
     }
@@ -362,10 +359,7 @@ Test(meta_compute, many_graphs_in_reused_memory_keep_each_products_split) {
             ggml_backend_tensor_get(yt[i], y, 0, sizeof y);
             for (int m = 0; m < MM_M; m++) {
                 for (int n = 0; n < MM_N; n++) {
-                    double want = 0.0;
-                    for (int k = 0; k < MM_K; k++) {
-                        want += (double) w[n * MM_K + k] * (double) x[i][m * MM_K + k];
-                    }
+                    const double want = mm_ref(w, x[i], n, m);
                     cr_assert_float_eq(y[m * MM_N + n], want, 1e-5, "round %d, product %d, y[%d, %d]", round, i, n, m);
                 }
             }
@@ -390,11 +384,7 @@ static void check_after_rows_split(after_fn fn, after_ref_fn ref, const char * w
     mm_fill(w, x);
     for (int m = 0; m < MM_M; m++) {
         for (int n = 0; n < MM_N; n++) {
-            double s = 0;
-            for (int k = 0; k < MM_K; k++) {
-                s += (double) w[n * MM_K + k] * (double) x[m * MM_K + k];
-            }
-            yr[m * MM_N + n] = s;
+            yr[m * MM_N + n] = mm_ref(w, x, n, m);
         }
     }
     ref(yr, want);
