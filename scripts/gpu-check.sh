@@ -14,6 +14,9 @@
 #   graphs       bench-cuda-graphs: us per node of a 1000-node graph of tiny adds, with and without
 #                CUDA graphs (output joins bench-cuda.md)
 #   demo         ggml-demo on the best device
+#   torch        cuda/bench/torch-decoder.py --device cuda: the demo's scheduler decoder in PyTorch
+#                eager; its tokens/s beside the demo's, and their ratio (no torch: a skip).
+#                Output joins demo.log
 #   virtual      GGML_CUDA_DEVICES=3: cuda-virtual-check (budgets, out-of-memory per device, copies
 #                between devices, graph replays) and ggml-demo over the 3 devices (output joins demo.log)
 #   comm         cuda-comm-check: NCCL all-reduce through the CUDA registry (1 rank on CUDA0; a real sum
@@ -29,6 +32,7 @@
 #   GPU_CHECK_SKIP_BUILD=1 use the build folder as it is (testing this script)
 #   GPU_CHECK_FILTERS      sanitizer subset, conformance --filter substrings separated by ';'
 #   GPU_CHECK_BUDGET       seconds for the whole run (default 470)
+#   GPU_CHECK_PYTHON       the Python that has torch (default python3)
 # Exit: 0 every step passed, 1 a step failed or timed out, 2 no CUDA device.
 
 set -euo pipefail
@@ -42,6 +46,7 @@ esac
 arch=${GPU_CHECK_ARCH:-90}
 skip_build=${GPU_CHECK_SKIP_BUILD:-0}
 budget=${GPU_CHECK_BUDGET:-470}
+py=${GPU_CHECK_PYTHON:-python3}
 filters=${GPU_CHECK_FILTERS:-"rule: tensor;rule: event;add f32 [33;rms_norm f32;soft_max f32;mul_mat:gemm;cpy f32>f16 [1023"}
 logs=${OUT:-$build/gpu-check-logs}
 jobs=$(nproc 2>/dev/null || echo 4)
@@ -270,6 +275,32 @@ if have ggml-demo; then
     record demo "$st" "$step_time" "$(tail -n 1 "$demo_log")"
 else
     record demo "FAIL (not built)" 0.0 "-"
+fi
+
+# ---- torch: the demo's scheduler decoder in PyTorch eager -------------------------------------------
+# A yardstick, not a check of ggmlx: no torch (or a torch without CUDA, exit 2) is a skip. The
+# demo's figure is read before the virtual step adds a second demo to demo.log; the output joins
+# demo.log ($OUT brings back 8 files at most).
+demo_tps=$(grep -A 1 'decoder via the scheduler' "$demo_log" | sed -n 's/.* \([0-9][0-9.]*\) tokens\/s.*/\1/p' |
+    head -n 1 || true)
+t0=$(date +%s%N)
+if ! timeout 60 "$py" -c 'import torch' >/dev/null 2>&1; then
+    record torch skip "$(elapsed_s "$t0")" "no torch for $py"
+else
+    echo "--- torch-decoder.py --device cuda ($py)" >>"$demo_log"
+    run_step torch 120 "$demo_log" "$py" "$root/cuda/bench/torch-decoder.py" --device cuda
+    torch_tps=$(sed -n 's/^torch-decoder: \([0-9][0-9.]*\) tokens\/s.*/\1/p' "$demo_log" | tail -n 1 || true)
+    st=$(status_of "$step_rc")
+    if [ "$step_rc" = 2 ]; then
+        st=skip
+        key=$(grep '^torch-decoder:' "$demo_log" | tail -n 1 | sed 's/^torch-decoder: //')
+    elif [ -n "$torch_tps" ] && [ -n "$demo_tps" ]; then
+        key="torch eager ${torch_tps} tokens/s, ggmlx scheduler ${demo_tps} tokens/s: ggmlx/torch $(awk -v a="$demo_tps" \
+            -v b="$torch_tps" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }')x"
+    else
+        key="torch eager ${torch_tps:-?} tokens/s, ggmlx scheduler ${demo_tps:-?} tokens/s (see demo.log)"
+    fi
+    record torch "$st" "$(elapsed_s "$t0")" "$key"
 fi
 
 # ---- virtual: GGML_CUDA_DEVICES=3 on the one GPU --------------------------------------------------------
