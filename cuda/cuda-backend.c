@@ -5,12 +5,15 @@
  * Sticky status (rule 8): the first failure of enqueued work (a launch, a copy, or an error the
  * stream reports later) is kept with its message and refuses later computes until cleared. A
  * sticky CUDA error (a fault inside a kernel) also marks the whole device failed, which no
- * clear can undo: the context is gone.
+ * clear can undo: the context is gone. An out-of-range row index (get_rows, set_rows) is such a
+ * failure too, found only once the stream has drained: the kernels leave a record in the
+ * backend's error word, read back at synchronize (row-check.h).
  */
 #include "cuda-graph.h"
 #include "cuda-impl.h"
 #include "cuda-marks.h"
 #include "cuda-ops.h"
+#include "row-check.h"
 
 #include <cublas_v2.h>
 #include <stdio.h>
@@ -30,6 +33,8 @@ struct cuda_backend {
     char                       status_msg[320];
     struct ggmlx_cuda_marks    marks;        /* time stamps resolved at the next synchronize */
     struct ggmlx_cuda_graphs   graphs;       /* captured computes, replayed (cuda-graph.h) */
+    int64_t                  * row_err;      /* GGMLX_ROW_ERR_SLOTS device words, zeroed */
+    struct ggmlx_row_check     rows;         /* rows nodes enqueued since the word was last read */
 };
 
 static ggml_guid_t cuda_guid(void) {
@@ -54,14 +59,51 @@ static enum ggml_status fail(struct cuda_backend * ctx, enum ggml_status st) {
     return st;
 }
 
-/* an error the stream reports for work already enqueued (checked without blocking) */
-static void poll_stream(struct cuda_backend * ctx, const char * func) {
+/* check an enqueueing call; a failure becomes the sticky status */
+static bool enqueued(struct cuda_backend * ctx, cudaError_t err, const char * func, const char * what) {
+    if (ggmlx_cuda_check(ctx->d, err, func, what)) {
+        return true;
+    }
+    fail(ctx, GGML_STATUS_FAILED);
+    return false;
+}
+
+/* an error the stream reports for work already enqueued (checked without blocking); true when
+ * all of that work has finished without one */
+static bool poll_stream(struct cuda_backend * ctx, const char * func) {
     const cudaError_t err = cudaStreamQuery(ctx->stream);
     if (err != cudaSuccess && err != cudaErrorNotReady && !ggmlx_cuda_check(ctx->d, err, func, "queued work")) {
         fail(ctx, GGML_STATUS_FAILED);
     } else if (err == cudaErrorNotReady) {
         (void) cudaGetLastError(); /* not an error: still running */
     }
+    return err == cudaSuccess;
+}
+
+/*
+ * Once the stream has drained: a bad row index the kernels recorded becomes the sticky status.
+ * Read back only when a rows node ran since the last look, so other computes pay nothing. The
+ * word is zeroed in stream order, before anything enqueued later can write to it.
+ */
+static void check_rows(struct cuda_backend * ctx, const char * func) {
+    if (!ggmlx_row_check_pending(&ctx->rows)) {
+        return;
+    }
+    int64_t word[GGMLX_ROW_ERR_SLOTS];
+    if (!enqueued(ctx, cudaMemcpyAsync(word, ctx->row_err, sizeof word, cudaMemcpyDeviceToHost, ctx->stream), func,
+                  "cudaMemcpyAsync (row index check)") ||
+        !enqueued(ctx, cudaStreamSynchronize(ctx->stream), func, "cudaStreamSynchronize")) {
+        return;
+    }
+    char msg[256];
+    if (ggmlx_row_check_decode(&ctx->rows, word, msg, sizeof msg)) {
+        ggmlx_error(func, "%s: %s (rows with good indices were written, this one skipped)", ctx->d->name, msg);
+        fail(ctx, GGML_STATUS_FAILED);
+        if (!enqueued(ctx, cudaMemsetAsync(ctx->row_err, 0, sizeof word, ctx->stream), func, "cudaMemsetAsync")) {
+            return;
+        }
+    }
+    ggmlx_row_check_reset(&ctx->rows);
 }
 
 /* SUCCESS, or the sticky status as an error of func (the device's failure included) */
@@ -78,8 +120,9 @@ static enum ggml_status sticky(const char * func, struct cuda_backend * ctx) {
 
 static enum ggml_status cuda_get_status(ggml_backend_t backend) {
     struct cuda_backend * ctx = backend->context;
-    if (!atomic_load(&ctx->d->failed) && ggmlx_cuda_set_device(ctx->d, "ggmlx_backend_get_status")) {
-        poll_stream(ctx, "ggmlx_backend_get_status");
+    if (!atomic_load(&ctx->d->failed) && ggmlx_cuda_set_device(ctx->d, "ggmlx_backend_get_status") &&
+        poll_stream(ctx, "ggmlx_backend_get_status")) {
+        check_rows(ctx, "ggmlx_backend_get_status");
     }
     return sticky("ggmlx_backend_get_status", ctx);
 }
@@ -94,15 +137,6 @@ static void cuda_clear_status(ggml_backend_t backend) {
 /* the backend is usable for new work: device alive, current, no sticky status */
 static bool ready(const char * func, struct cuda_backend * ctx) {
     return sticky(func, ctx) == GGML_STATUS_SUCCESS && ggmlx_cuda_set_device(ctx->d, func);
-}
-
-/* check an enqueueing call; a failure becomes the sticky status */
-static bool enqueued(struct cuda_backend * ctx, cudaError_t err, const char * func, const char * what) {
-    if (ggmlx_cuda_check(ctx->d, err, func, what)) {
-        return true;
-    }
-    fail(ctx, GGML_STATUS_FAILED);
-    return false;
 }
 
 /* ---- scratch (reserved before enqueueing a graph) ------------------------------------------ */
@@ -201,13 +235,15 @@ struct launch_args {
  */
 static enum ggml_status launch_nodes(void * user) {
     struct launch_args * a = user;
+    struct ggmlx_cuda_exec ex = *a->ex;
     for (int i = 0; i < a->cgraph->n_nodes; i++) {
         struct ggml_tensor * node = a->cgraph->nodes[i];
         if (skipped(node)) {
             continue;
         }
         a->err[0] = '\0';
-        const enum ggml_status st = ggmlx_cuda_compute_node(a->ex, node, a->err, sizeof a->err);
+        ex.node = i;
+        const enum ggml_status st = ggmlx_cuda_compute_node(&ex, node, a->err, sizeof a->err);
         if (st != GGML_STATUS_SUCCESS) {
             a->failed_node = i;
             return st;
@@ -215,6 +251,20 @@ static enum ggml_status launch_nodes(void * user) {
     }
     a->failed_node = -1;
     return GGML_STATUS_SUCCESS;
+}
+
+/*
+ * A compute with rows nodes (epoch > 0) gets its number written into the error word ahead of its
+ * kernels, outside any capture: replayed kernels cannot carry a new number, but they read this
+ * one. A pageable source is staged before cudaMemcpyAsync returns, so a local will do.
+ */
+static bool start_epoch(struct cuda_backend * ctx, int epoch, const char * func) {
+    if (epoch == 0) {
+        return true;
+    }
+    const int64_t v = epoch;
+    return enqueued(ctx, cudaMemcpyAsync(ctx->row_err + GGMLX_ROW_ERR_EPOCH, &v, sizeof v, cudaMemcpyHostToDevice,
+                                         ctx->stream), func, "cudaMemcpyAsync (row index check)");
 }
 
 static enum ggml_status cuda_graph_compute(ggml_backend_t backend, struct ggml_cgraph * cgraph) {
@@ -235,6 +285,9 @@ static enum ggml_status cuda_graph_compute(ggml_backend_t backend, struct ggml_c
     if (st != GGML_STATUS_SUCCESS) {
         return st;
     }
+    if (!start_epoch(ctx, ggmlx_row_check_add(&ctx->rows, cgraph), func)) {
+        return GGML_STATUS_FAILED;
+    }
     const struct ggmlx_cuda_exec ex = {
         .device       = ctx->d->ordinal,
         .cc           = ctx->d->cc,
@@ -242,6 +295,7 @@ static enum ggml_status cuda_graph_compute(ggml_backend_t backend, struct ggml_c
         .cublas       = ctx->cublas,
         .scratch      = ctx->scratch,
         .scratch_size = ctx->scratch_size,
+        .row_err      = ctx->row_err,
     };
     struct launch_args args = { .ex = &ex, .cgraph = cgraph, .failed_node = -1 };
     /* captured kernels point into the scratch block: a new block is a new signature */
@@ -273,6 +327,9 @@ static void cuda_synchronize(ggml_backend_t backend) {
     }
     /* an error here is one of enqueued work (a kernel fault shows up only now) */
     const bool ok = enqueued(ctx, cudaStreamSynchronize(ctx->stream), func, "cudaStreamSynchronize");
+    if (ok) {
+        check_rows(ctx, func);
+    }
     ggmlx_cuda_marks_resolve(&ctx->marks, ctx->d, ctx->stream, ok, func);
 }
 
@@ -509,6 +566,9 @@ static void destroy(struct cuda_backend * ctx, const char * func) {
     }
     ggmlx_cuda_marks_free(&ctx->marks, d, live, func);
     if (live) {
+        if (ctx->row_err != NULL) {
+            ggmlx_cuda_check(d, cudaFree(ctx->row_err), func, "cudaFree");
+        }
         if (ctx->scratch != NULL) {
             ggmlx_cuda_check(d, cudaFree(ctx->scratch), func, "cudaFree");
         }
@@ -583,6 +643,17 @@ static bool setup_cublas(struct cuda_backend * ctx, const char * func) {
                      "cublasSetWorkspace");
 }
 
+/* zeroed in stream order: before any kernel of the backend can run */
+static bool setup_row_err(struct cuda_backend * ctx, const char * func) {
+    const size_t size = GGMLX_ROW_ERR_SLOTS * sizeof *ctx->row_err;
+    if (!ggmlx_cuda_check(ctx->d, cudaMalloc((void **) &ctx->row_err, size), func, "cudaMalloc (row index check)")) {
+        ctx->row_err = NULL;
+        return false;
+    }
+    ggmlx_row_check_reset(&ctx->rows);
+    return ggmlx_cuda_check(ctx->d, cudaMemsetAsync(ctx->row_err, 0, size, ctx->stream), func, "cudaMemsetAsync");
+}
+
 ggml_backend_t ggmlx_cuda_backend_new(struct ggmlx_cuda_device * d, const char * func) {
     if (!ggmlx_cuda_set_device(d, func)) {
         return NULL;
@@ -602,7 +673,7 @@ ggml_backend_t ggmlx_cuda_backend_new(struct ggmlx_cuda_device * d, const char *
         ctx->stream = NULL;
         goto err_ctx;
     }
-    if (!setup_cublas(ctx, func)) {
+    if (!setup_cublas(ctx, func) || !setup_row_err(ctx, func)) {
         goto err_ctx;
     }
     backend->guid    = cuda_guid();

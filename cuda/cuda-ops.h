@@ -16,6 +16,7 @@
 #include <cuda_runtime_api.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -29,6 +30,8 @@ struct ggmlx_cuda_exec {
     cublasHandle_t cublas;       /* bound to stream, workspace set after every cublasSetStream */
     void         * scratch;      /* device scratch of at least ggmlx_cuda_scratch_size(node) bytes */
     size_t         scratch_size;
+    int64_t      * row_err;      /* the backend's error word (row-check.h), fixed for its lifetime */
+    int            node;         /* the node's position in its graph, for the error word's record */
 };
 
 /*

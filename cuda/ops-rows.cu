@@ -2,13 +2,32 @@
  * ops-rows.cu -- GET_ROWS with I32 indices: dst[:, i10, i11, i12] = src[:, idx[i10, i11, i12], i11, i12],
  * and SET_ROWS with I32 or I64 indices: dst[:, idx[i, i02 % n11, i03 % n12], i02, i03] = src[:, i, i02, i03].
  * Indices are data the host never sees before the kernel runs: a row whose index is out of
- * range is skipped rather than read or written out of bounds (the CPU fails the whole op instead).
+ * range is skipped rather than read or written out of bounds, and the first such index is kept
+ * in the backend's error word, which the host turns into an error at the next synchronize
+ * (row-check.h; the CPU fails the whole op before writing anything instead).
  */
 #include "kernels-common.cuh"
+#include "row-check.h"
+
+/* one record between checks: the first claim wins, so an earlier kernel's record is never
+ * overwritten by a later one's (within a kernel, any of its bad indices may be the one kept) */
+static __device__ void ggmlx_row_err_keep(int64_t * w, int node, int64_t v, int64_t p0, int64_t p1, int64_t p2) {
+    unsigned long long * claim = (unsigned long long *)&w[GGMLX_ROW_ERR_CLAIM];
+    if (atomicCAS(claim, 0ull, 1ull) != 0ull) {
+        return;
+    }
+    w[GGMLX_ROW_ERR_AT]    = w[GGMLX_ROW_ERR_EPOCH];
+    w[GGMLX_ROW_ERR_NODE]  = node;
+    w[GGMLX_ROW_ERR_VALUE] = v;
+    w[GGMLX_ROW_ERR_POS0]  = p0;
+    w[GGMLX_ROW_ERR_POS1]  = p1;
+    w[GGMLX_ROW_ERR_POS2]  = p2;
+}
 
 /* (min. 1 block per SM: without it ptxas for sm_80 holds the kernel to 32 registers and spills) */
 __global__ void __launch_bounds__(GGMLX_CUDA_ELEM_THREADS, 1)
-k_get_rows(const ggmlx_cuda_tdesc src, const ggmlx_cuda_tdesc idx, const ggmlx_cuda_tdesc dst, int es) {
+k_get_rows(const ggmlx_cuda_tdesc src, const ggmlx_cuda_tdesc idx, const ggmlx_cuda_tdesc dst, int es,
+           int64_t * err_word, int node) {
     const int64_t ne0   = dst.ne[0];
     const int64_t nrows = dst.ne[1] * dst.ne[2] * dst.ne[3];
     const int64_t sx = (int64_t)gridDim.x * blockDim.x, sy = (int64_t)gridDim.y * blockDim.y;
@@ -19,6 +38,10 @@ k_get_rows(const ggmlx_cuda_tdesc src, const ggmlx_cuda_tdesc idx, const ggmlx_c
         const int64_t i12 = q / dst.ne[2];
         const int64_t row = *(const int32_t *)(idx.data + i10 * idx.nb[0] + i11 * idx.nb[1] + i12 * idx.nb[2]);
         if (row < 0 || row >= src.ne[1]) {
+            /* every x-thread of the row sees it; one report is enough */
+            if (blockIdx.x == 0 && threadIdx.x == 0) {
+                ggmlx_row_err_keep(err_word, node, row, i10, i11, i12);
+            }
             continue;
         }
         const char * ps = src.data + row * src.nb[1] + i11 * src.nb[2] + i12 * src.nb[3];
@@ -42,12 +65,14 @@ extern "C" enum ggml_status ggmlx_cuda_launch_get_rows(const struct ggmlx_cuda_e
     if (st != GGML_STATUS_SUCCESS || !run) {
         return st;
     }
-    k_get_rows<<<ggmlx_grid(l), ggmlx_block(l), 0, ex->stream>>>(src, idx, dst, ggmlx_elem_size(dst.type));
+    k_get_rows<<<ggmlx_grid(l), ggmlx_block(l), 0, ex->stream>>>(src, idx, dst, ggmlx_elem_size(dst.type), ex->row_err,
+                                                                  ex->node);
     return ggmlx_after_launch(err, err_size, "get_rows");
 }
 
 __global__ void __launch_bounds__(GGMLX_CUDA_ELEM_THREADS, 1)
-k_set_rows(const ggmlx_cuda_tdesc src, const ggmlx_cuda_tdesc idx, const ggmlx_cuda_tdesc dst) {
+k_set_rows(const ggmlx_cuda_tdesc src, const ggmlx_cuda_tdesc idx, const ggmlx_cuda_tdesc dst, int64_t * err_word,
+           int node) {
     const int64_t ne0   = src.ne[0];
     const int64_t nrows = src.ne[1] * src.ne[2] * src.ne[3];
     const int64_t sx = (int64_t)gridDim.x * blockDim.x, sy = (int64_t)gridDim.y * blockDim.y;
@@ -56,10 +81,14 @@ k_set_rows(const ggmlx_cuda_tdesc src, const ggmlx_cuda_tdesc idx, const ggmlx_c
         const int64_t  i   = (int64_t)((uint64_t)r - q * (uint64_t)src.ne[1]);
         const int64_t  i03 = (int64_t)(q / (uint64_t)src.ne[2]);
         const int64_t  i02 = (int64_t)(q - (uint64_t)i03 * (uint64_t)src.ne[2]);
-        const char * pi = idx.data + i * idx.nb[0] + (int64_t)((uint64_t)i02 % (uint64_t)idx.ne[1]) * idx.nb[1] +
-                          (int64_t)((uint64_t)i03 % (uint64_t)idx.ne[2]) * idx.nb[2];
+        const int64_t j1 = (int64_t)((uint64_t)i02 % (uint64_t)idx.ne[1]);
+        const int64_t j2 = (int64_t)((uint64_t)i03 % (uint64_t)idx.ne[2]);
+        const char * pi = idx.data + i * idx.nb[0] + j1 * idx.nb[1] + j2 * idx.nb[2];
         const int64_t row = idx.type == GGML_TYPE_I64 ? *(const int64_t *)pi : (int64_t)*(const int32_t *)pi;
         if (row < 0 || row >= dst.ne[1]) {
+            if (blockIdx.x == 0 && threadIdx.x == 0) {
+                ggmlx_row_err_keep(err_word, node, row, i, j1, j2);
+            }
             continue;
         }
         const char * ps = src.data + i * src.nb[1] + i02 * src.nb[2] + i03 * src.nb[3];
@@ -83,6 +112,6 @@ extern "C" enum ggml_status ggmlx_cuda_launch_set_rows(const struct ggmlx_cuda_e
     if (st != GGML_STATUS_SUCCESS || !run) {
         return st;
     }
-    k_set_rows<<<ggmlx_grid(l), ggmlx_block(l), 0, ex->stream>>>(src, idx, dst);
+    k_set_rows<<<ggmlx_grid(l), ggmlx_block(l), 0, ex->stream>>>(src, idx, dst, ex->row_err, ex->node);
     return ggmlx_after_launch(err, err_size, "set_rows");
 }

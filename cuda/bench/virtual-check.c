@@ -13,6 +13,9 @@
  *             compute there, read back: every value right (rule 7 between virtual devices)
  *   graphs    those computes were replayed from CUDA graphs (unless GGML_CUDA_DISABLE_GRAPHS)
  *   mul_mat   cuBLAS inside a capture: a small y = W x replayed, exact each time, no failed capture
+ *   rows      get_rows with an index out of range, in a replayed compute: the compute reports
+ *             GGML_STATUS_FAILED with the CPU's message, good rows are written and the bad one
+ *             skipped, the status sticks until cleared, and the backend computes right after
  * Exit status: 0 all passed, 1 a check failed, 2 no CUDA device.
  */
 #include "ggml.h"
@@ -320,6 +323,106 @@ done:
     ggml_backend_free(be);
 }
 
+enum { ROWS_W = 4, ROWS_N = 10, ROWS_K = 4 };
+
+/* out = table[ids]; "" when every row of out holds what it should (bad: the row left at -1) */
+static void rows_verify(struct ggml_tensor * out, const int32_t * ids, int bad, char * why, size_t n) {
+    float y[ROWS_K * ROWS_W];
+    ggml_backend_tensor_get(out, y, 0, sizeof y);
+    for (int k = 0; k < ROWS_K; k++) {
+        for (int c = 0; c < ROWS_W; c++) {
+            const float want = k == bad ? -1.0f : (float) (ids[k] * 10 + c);
+            if (y[k * ROWS_W + c] != want) {
+                snprintf(why, n, "out[%d, %d] = %g, not %g", c, k, (double) y[k * ROWS_W + c], (double) want);
+                return;
+            }
+        }
+    }
+}
+
+/* a replayed compute whose index 2 is 17: "" when it fails as the CPU would, and only then */
+static void rows_bad_round(ggml_backend_t be, struct ggml_cgraph * g, struct ggml_tensor * ids_t,
+                           struct ggml_tensor * out, char * why, size_t n) {
+    static const int32_t bad[ROWS_K] = { 0, 3, 17, 2 };
+    static const float   fill[ROWS_K * ROWS_W] = { -1, -1, -1, -1, -1, -1, -1, -1,
+                                                   -1, -1, -1, -1, -1, -1, -1, -1 };
+    static const char * want = "embd (GET_ROWS): row index 17 at [2, 0, 0] is out of range 0..9";
+    ggml_backend_tensor_set(ids_t, bad, 0, sizeof bad);
+    ggml_backend_tensor_set(out, fill, 0, sizeof fill);
+    const enum ggml_status st = ggml_backend_graph_compute(be, g);
+    if (st != GGML_STATUS_FAILED || strstr(last_error(), want) == NULL) {
+        snprintf(why, n, "bad index: %s, \"%s\"", ggml_status_to_string(st), last_error());
+        return;
+    }
+    if (ggmlx_backend_get_status(be) != GGML_STATUS_FAILED || ggml_backend_graph_compute(be, g) != GGML_STATUS_FAILED) {
+        snprintf(why, n, "the status did not stick");
+        return;
+    }
+    ggmlx_backend_clear_status(be);
+    rows_verify(out, bad, 2, why, n);
+}
+
+static void check_rows(graph_stats_fn stats_fn) {
+    ggml_backend_t be = ggml_backend_cuda_init(0);
+    struct ggml_init_params ip = { 4 * ggml_tensor_overhead() + ggml_graph_overhead(), NULL, true };
+    struct ggml_context * ctx = ggml_init(ip);
+    ggml_backend_buffer_t buf = NULL;
+    struct ggmlx_cuda_graph_stats s0, s1;
+    memset(&s0, 0, sizeof s0);
+    memset(&s1, 0, sizeof s1);
+    char why[320] = "";
+    if (be == NULL || ctx == NULL || stats_fn == NULL) {
+        snprintf(why, sizeof why, "setup: %s", stats_fn == NULL ? "no ggmlx_backend_cuda_graph_stats" : last_error());
+        goto done;
+    }
+    struct ggml_tensor * table = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, ROWS_W, ROWS_N);
+    struct ggml_tensor * ids_t = ggml_new_tensor_1d(ctx, GGML_TYPE_I32, ROWS_K);
+    struct ggml_tensor * out   = ggml_get_rows(ctx, table, ids_t);
+    ggml_set_name(out, "embd");
+    struct ggml_cgraph * g = ggml_new_graph(ctx);
+    ggml_build_forward_expand(g, out);
+    buf = ggml_backend_alloc_ctx_tensors(ctx, be);
+    if (buf == NULL) {
+        snprintf(why, sizeof why, "allocation: %s", last_error());
+        goto done;
+    }
+    float t[ROWS_N * ROWS_W];
+    for (int i = 0; i < ROWS_N * ROWS_W; i++) {
+        t[i] = (float) ((i / ROWS_W) * 10 + i % ROWS_W);
+    }
+    ggml_backend_tensor_set(table, t, 0, sizeof t);
+    static const int32_t good[ROWS_K] = { 0, 3, 5, 2 };
+    ggml_backend_tensor_set(ids_t, good, 0, sizeof good);
+    /* warm-up and capture first, so the bad round is a replay */
+    for (int r = 0; r < 3 && why[0] == '\0'; r++) {
+        if (ggml_backend_graph_compute(be, g) != GGML_STATUS_SUCCESS) {
+            snprintf(why, sizeof why, "round %d: %s", r, last_error());
+        }
+    }
+    stats_fn(be, &s0);
+    if (why[0] == '\0') {
+        rows_bad_round(be, g, ids_t, out, why, sizeof why);
+    }
+    stats_fn(be, &s1);
+    if (why[0] == '\0') {
+        ggml_backend_tensor_set(ids_t, good, 0, sizeof good);
+        if (ggml_backend_graph_compute(be, g) != GGML_STATUS_SUCCESS) {
+            snprintf(why, sizeof why, "after clear: %s", last_error());
+        } else {
+            rows_verify(out, good, -1, why, sizeof why);
+        }
+    }
+    if (why[0] == '\0' && getenv("GGML_CUDA_DISABLE_GRAPHS") == NULL && s1.n_replay <= s0.n_replay) {
+        snprintf(why, sizeof why, "the bad compute was not a replay");
+    }
+done:
+    report("rows", why[0] == '\0', "get_rows index 17 of 0..9 on CUDA0 fails at synchronize, good rows written%s%s",
+           why[0] ? ": " : "", why);
+    ggml_backend_buffer_free(buf);
+    ggml_free(ctx);
+    ggml_backend_free(be);
+}
+
 int main(int argc, char ** argv) {
     int n = 3;
     if (argc == 3 && strcmp(argv[1], "--devices") == 0) {
@@ -347,6 +450,7 @@ int main(int argc, char ** argv) {
     check_oom(n);
     check_copy(n, stats_fn);
     check_mul_mat_graphs(stats_fn);
+    check_rows(stats_fn);
     printf("cuda-virtual-check: %d passed, %d failed (GGML_CUDA_DEVICES=%d)\n", g_passed, g_failed, n);
     return g_failed ? 1 : 0;
 }
