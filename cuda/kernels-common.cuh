@@ -39,13 +39,24 @@ static __device__ __forceinline__ void ggmlx_dev_store(int type, char * p, float
     }
 }
 
+/* coordinates along dims 1..3 of row r, the rows of a tensor numbered flat */
+struct ggmlx_row3 {
+    int64_t i1, i2, i3;
+};
+
+static __device__ __forceinline__ ggmlx_row3 ggmlx_dev_row_coords(const ggmlx_cuda_tdesc & t, int64_t r) {
+    const int64_t q = r / t.ne[1];
+    ggmlx_row3 c;
+    c.i1 = r % t.ne[1];
+    c.i2 = q % t.ne[2];
+    c.i3 = q / t.ne[2];
+    return c;
+}
+
 /* byte offset of row r (flat over dims 1..3) of a tensor */
 static __device__ __forceinline__ int64_t ggmlx_dev_row_offset(const ggmlx_cuda_tdesc & t, int64_t r) {
-    const int64_t i1 = r % t.ne[1];
-    const int64_t q  = r / t.ne[1];
-    const int64_t i2 = q % t.ne[2];
-    const int64_t i3 = q / t.ne[2];
-    return i1 * t.nb[1] + i2 * t.nb[2] + i3 * t.nb[3];
+    const ggmlx_row3 c = ggmlx_dev_row_coords(t, r);
+    return c.i1 * t.nb[1] + c.i2 * t.nb[2] + c.i3 * t.nb[3];
 }
 
 /* one element from ps (type ts) to pd (type td): equal types move es bytes, others convert */

@@ -21,10 +21,8 @@ k_binary(const ggmlx_cuda_tdesc a, const ggmlx_cuda_tdesc b, const ggmlx_cuda_td
     const int64_t sx = (int64_t)gridDim.x * blockDim.x, sy = (int64_t)gridDim.y * blockDim.y;
     const int64_t ne10 = b.ne[0];
     for (int64_t r = (int64_t)blockIdx.y * blockDim.y + threadIdx.y; r < nrows; r += sy) {
-        const int64_t i1 = r % dst.ne[1];
-        const int64_t q  = r / dst.ne[1];
-        const int64_t i2 = q % dst.ne[2];
-        const int64_t i3 = q / dst.ne[2];
+        const ggmlx_row3 rc = ggmlx_dev_row_coords(dst, r);
+        const int64_t i1 = rc.i1, i2 = rc.i2, i3 = rc.i3;
         char       * pd = dst.data + i1 * dst.nb[1] + i2 * dst.nb[2] + i3 * dst.nb[3];
         const char * pa = a.data + i1 * a.nb[1] + i2 * a.nb[2] + i3 * a.nb[3];
         const char * pb = b.data + (i1 % b.ne[1]) * b.nb[1] + (i2 % b.ne[2]) * b.nb[2] + (i3 % b.ne[3]) * b.nb[3];

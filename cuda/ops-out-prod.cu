@@ -14,10 +14,8 @@ k_out_prod(const ggmlx_cuda_tdesc a, const ggmlx_cuda_tdesc b, const ggmlx_cuda_
     const int64_t nk    = a.ne[1];
     const int64_t sx = (int64_t)gridDim.x * blockDim.x, sy = (int64_t)gridDim.y * blockDim.y;
     for (int64_t r = (int64_t)blockIdx.y * blockDim.y + threadIdx.y; r < nrows; r += sy) {
-        const int64_t i1 = r % dst.ne[1];
-        const int64_t q  = r / dst.ne[1];
-        const int64_t i2 = q % dst.ne[2];
-        const int64_t i3 = q / dst.ne[2];
+        const ggmlx_row3 rc = ggmlx_dev_row_coords(dst, r);
+        const int64_t i1 = rc.i1, i2 = rc.i2, i3 = rc.i3;
         char       * pd = dst.data + i1 * dst.nb[1] + i2 * dst.nb[2] + i3 * dst.nb[3];
         const char * pa = a.data + (i2 / r2) * a.nb[2] + (i3 / r3) * a.nb[3];
         const char * pb = b.data + i1 * b.nb[0] + i2 * b.nb[2] + i3 * b.nb[3];

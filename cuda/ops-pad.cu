@@ -25,10 +25,8 @@ k_pad(const ggmlx_cuda_tdesc src, const ggmlx_cuda_tdesc dst, const pad_left pl,
     const int64_t nrows = dst.ne[1] * dst.ne[2] * dst.ne[3];
     const int64_t sx = (int64_t)gridDim.x * blockDim.x, sy = (int64_t)gridDim.y * blockDim.y;
     for (int64_t r = (int64_t)blockIdx.y * blockDim.y + threadIdx.y; r < nrows; r += sy) {
-        const int64_t i1 = r % dst.ne[1];
-        const int64_t q  = r / dst.ne[1];
-        const int64_t i2 = q % dst.ne[2];
-        const int64_t i3 = q / dst.ne[2];
+        const ggmlx_row3 rc = ggmlx_dev_row_coords(dst, r);
+        const int64_t i1 = rc.i1, i2 = rc.i2, i3 = rc.i3;
         char * pd = dst.data + i1 * dst.nb[1] + i2 * dst.nb[2] + i3 * dst.nb[3];
         const int64_t s1 = i1 - pl.lp[1], s2 = i2 - pl.lp[2], s3 = i3 - pl.lp[3];
         const bool row_in = s1 >= 0 && s1 < src.ne[1] && s2 >= 0 && s2 < src.ne[2] && s3 >= 0 && s3 < src.ne[3];

@@ -32,10 +32,8 @@ k_get_rows(const ggmlx_cuda_tdesc src, const ggmlx_cuda_tdesc idx, const ggmlx_c
     const int64_t nrows = dst.ne[1] * dst.ne[2] * dst.ne[3];
     const int64_t sx = (int64_t)gridDim.x * blockDim.x, sy = (int64_t)gridDim.y * blockDim.y;
     for (int64_t r = (int64_t)blockIdx.y * blockDim.y + threadIdx.y; r < nrows; r += sy) {
-        const int64_t i10 = r % dst.ne[1];
-        const int64_t q   = r / dst.ne[1];
-        const int64_t i11 = q % dst.ne[2];
-        const int64_t i12 = q / dst.ne[2];
+        const ggmlx_row3 rc = ggmlx_dev_row_coords(dst, r);
+        const int64_t i10 = rc.i1, i11 = rc.i2, i12 = rc.i3;
         const int64_t row = *(const int32_t *)(idx.data + i10 * idx.nb[0] + i11 * idx.nb[1] + i12 * idx.nb[2]);
         if (row < 0 || row >= src.ne[1]) {
             /* every x-thread of the row sees it; one report is enough */
