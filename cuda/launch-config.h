@@ -77,7 +77,7 @@ bool ggmlx_cuda_launch_softmax(const struct ggmlx_cuda_limits * lim, int64_t ne0
 bool ggmlx_cuda_launch_sort(const struct ggmlx_cuda_limits * lim, int64_t ne0, int64_t nrows,
                             struct ggmlx_cuda_launch * out);
 
-/* Pointer-array fill for batched GEMM: a 1-D ELEM launch over n entries. */
+/* A 1-D ELEM launch over n entries (pointer arrays of batched GEMM, the row-index check). */
 bool ggmlx_cuda_launch_1d(const struct ggmlx_cuda_limits * lim, int64_t n, struct ggmlx_cuda_launch * out);
 
 #ifdef __cplusplus

@@ -1,10 +1,12 @@
 /*
  * ops-rows.cu -- GET_ROWS with I32 indices: dst[:, i10, i11, i12] = src[:, idx[i10, i11, i12], i11, i12],
  * and SET_ROWS with I32 or I64 indices: dst[:, idx[i, i02 % n11, i03 % n12], i02, i03] = src[:, i, i02, i03].
- * Indices are data the host never sees before the kernel runs: a row whose index is out of
- * range is skipped rather than read or written out of bounds, and the first such index is kept
- * in the backend's error word, which the host turns into an error at the next synchronize
- * (row-check.h; the CPU fails the whole op before writing anything instead).
+ * Indices are data the host never sees before the kernels run, so each op is two kernels: the
+ * first reads every index and keeps one that is out of range in the backend's error word; the
+ * second writes nothing at all when the word holds a record of the running compute. So a bad
+ * index leaves dst untouched, as on the CPU, and the host turns the record into an error at the
+ * next synchronize (row-check.h). The writing kernels still skip a bad row on their own, so
+ * nothing is read or written out of bounds even when the word holds an older record.
  */
 #include "kernels-common.cuh"
 #include "row-check.h"
@@ -24,10 +26,45 @@ static __device__ void ggmlx_row_err_keep(int64_t * w, int node, int64_t v, int6
     w[GGMLX_ROW_ERR_POS2]  = p2;
 }
 
+/* the running compute has a bad index (this node's or an earlier rows node's): write nothing */
+static __device__ __forceinline__ bool ggmlx_row_err_now(const int64_t * w) {
+    return w[GGMLX_ROW_ERR_CLAIM] != 0 && w[GGMLX_ROW_ERR_AT] == w[GGMLX_ROW_ERR_EPOCH];
+}
+
+/* every index of idx (I32 or I64, up to 3-D) against 0..limit-1; 1-D launch over all of them */
+__global__ void __launch_bounds__(GGMLX_CUDA_ELEM_THREADS)
+k_rows_check(const ggmlx_cuda_tdesc idx, int64_t limit, int64_t * err_word, int node) {
+    const int64_t n  = idx.ne[0] * idx.ne[1] * idx.ne[2];
+    const int64_t sx = (int64_t)gridDim.x * blockDim.x;
+    for (int64_t k = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; k < n; k += sx) {
+        const int64_t i0 = k % idx.ne[0], q = k / idx.ne[0];
+        const int64_t i1 = q % idx.ne[1], i2 = q / idx.ne[1];
+        const char * p = idx.data + i0 * idx.nb[0] + i1 * idx.nb[1] + i2 * idx.nb[2];
+        const int64_t v = idx.type == GGML_TYPE_I64 ? *(const int64_t *)p : (int64_t)*(const int32_t *)p;
+        if (v < 0 || v >= limit) {
+            ggmlx_row_err_keep(err_word, node, v, i0, i1, i2);
+        }
+    }
+}
+
+static enum ggml_status launch_rows_check(const ggmlx_cuda_exec * ex, const ggmlx_cuda_tdesc & idx, int64_t limit,
+                                          const char * name, char * err, size_t err_size) {
+    const ggmlx_cuda_limits lim = ggmlx_limits();
+    ggmlx_cuda_launch l;
+    if (!ggmlx_cuda_launch_1d(&lim, idx.ne[0] * idx.ne[1] * idx.ne[2], &l)) {
+        return ggmlx_fail(err, err_size, name, "no launch configuration for the index check");
+    }
+    k_rows_check<<<ggmlx_grid(l), ggmlx_block(l), 0, ex->stream>>>(idx, limit, ex->row_err, ex->node);
+    return ggmlx_after_launch(err, err_size, "rows index check");
+}
+
 /* (min. 1 block per SM: without it ptxas for sm_80 holds the kernel to 32 registers and spills) */
 __global__ void __launch_bounds__(GGMLX_CUDA_ELEM_THREADS, 1)
 k_get_rows(const ggmlx_cuda_tdesc src, const ggmlx_cuda_tdesc idx, const ggmlx_cuda_tdesc dst, int es,
-           int64_t * err_word, int node) {
+           const int64_t * err_word) {
+    if (ggmlx_row_err_now(err_word)) {
+        return;
+    }
     const int64_t ne0   = dst.ne[0];
     const int64_t nrows = dst.ne[1] * dst.ne[2] * dst.ne[3];
     const int64_t sx = (int64_t)gridDim.x * blockDim.x, sy = (int64_t)gridDim.y * blockDim.y;
@@ -36,10 +73,6 @@ k_get_rows(const ggmlx_cuda_tdesc src, const ggmlx_cuda_tdesc idx, const ggmlx_c
         const int64_t i10 = rc.i1, i11 = rc.i2, i12 = rc.i3;
         const int64_t row = *(const int32_t *)(idx.data + i10 * idx.nb[0] + i11 * idx.nb[1] + i12 * idx.nb[2]);
         if (row < 0 || row >= src.ne[1]) {
-            /* every x-thread of the row sees it; one report is enough */
-            if (blockIdx.x == 0 && threadIdx.x == 0) {
-                ggmlx_row_err_keep(err_word, node, row, i10, i11, i12);
-            }
             continue;
         }
         const char * ps = src.data + row * src.nb[1] + i11 * src.nb[2] + i12 * src.nb[3];
@@ -63,14 +96,20 @@ extern "C" enum ggml_status ggmlx_cuda_launch_get_rows(const struct ggmlx_cuda_e
     if (st != GGML_STATUS_SUCCESS || !run) {
         return st;
     }
-    k_get_rows<<<ggmlx_grid(l), ggmlx_block(l), 0, ex->stream>>>(src, idx, dst, ggmlx_elem_size(dst.type), ex->row_err,
-                                                                  ex->node);
+    const enum ggml_status chk = launch_rows_check(ex, idx, src.ne[1], node->name, err, err_size);
+    if (chk != GGML_STATUS_SUCCESS) {
+        return chk;
+    }
+    k_get_rows<<<ggmlx_grid(l), ggmlx_block(l), 0, ex->stream>>>(src, idx, dst, ggmlx_elem_size(dst.type), ex->row_err);
     return ggmlx_after_launch(err, err_size, "get_rows");
 }
 
 __global__ void __launch_bounds__(GGMLX_CUDA_ELEM_THREADS, 1)
-k_set_rows(const ggmlx_cuda_tdesc src, const ggmlx_cuda_tdesc idx, const ggmlx_cuda_tdesc dst, int64_t * err_word,
-           int node) {
+k_set_rows(const ggmlx_cuda_tdesc src, const ggmlx_cuda_tdesc idx, const ggmlx_cuda_tdesc dst,
+           const int64_t * err_word) {
+    if (ggmlx_row_err_now(err_word)) {
+        return;
+    }
     const int64_t ne0   = src.ne[0];
     const int64_t nrows = src.ne[1] * src.ne[2] * src.ne[3];
     const int64_t sx = (int64_t)gridDim.x * blockDim.x, sy = (int64_t)gridDim.y * blockDim.y;
@@ -84,9 +123,6 @@ k_set_rows(const ggmlx_cuda_tdesc src, const ggmlx_cuda_tdesc idx, const ggmlx_c
         const char * pi = idx.data + i * idx.nb[0] + j1 * idx.nb[1] + j2 * idx.nb[2];
         const int64_t row = idx.type == GGML_TYPE_I64 ? *(const int64_t *)pi : (int64_t)*(const int32_t *)pi;
         if (row < 0 || row >= dst.ne[1]) {
-            if (blockIdx.x == 0 && threadIdx.x == 0) {
-                ggmlx_row_err_keep(err_word, node, row, i, j1, j2);
-            }
             continue;
         }
         const char * ps = src.data + i * src.nb[1] + i02 * src.nb[2] + i03 * src.nb[3];
@@ -110,6 +146,10 @@ extern "C" enum ggml_status ggmlx_cuda_launch_set_rows(const struct ggmlx_cuda_e
     if (st != GGML_STATUS_SUCCESS || !run) {
         return st;
     }
-    k_set_rows<<<ggmlx_grid(l), ggmlx_block(l), 0, ex->stream>>>(src, idx, dst, ex->row_err, ex->node);
+    const enum ggml_status chk = launch_rows_check(ex, idx, dst.ne[1], node->name, err, err_size);
+    if (chk != GGML_STATUS_SUCCESS) {
+        return chk;
+    }
+    k_set_rows<<<ggmlx_grid(l), ggmlx_block(l), 0, ex->stream>>>(src, idx, dst, ex->row_err);
     return ggmlx_after_launch(err, err_size, "set_rows");
 }

@@ -24,6 +24,8 @@ struct ggmlx_host_backend {
     struct ggmlx_queue       * queue;     /* NULL: sync mode */
     ggmlx_host_address_fn      address;
     void                     * address_ctx;
+    ggmlx_host_compute_fn      compute;   /* NULL: the CPU executor */
+    void                     * compute_ctx;
     struct ggmlx_host_settings host;
     struct ggmlx_host_settings run;
     struct ggml_threadpool   * own_pool;  /* run.n_threads threads, made when first needed */
@@ -165,6 +167,9 @@ static struct ggml_threadpool * own_pool(struct ggmlx_host_backend * hb) {
 }
 
 static enum ggml_status execute(struct ggmlx_host_backend * hb, struct ggml_cgraph * g) {
+    if (hb->compute != NULL) {
+        return hb->compute(hb->compute_ctx, g);
+    }
     const struct ggmlx_host_settings * s = &hb->run;
     struct ggml_threadpool * pool = s->threadpool;
     if (pool == NULL && s->n_threads > 1) {
@@ -465,6 +470,9 @@ static enum ggml_status hb_graph_plan_compute(ggml_backend_t backend, ggml_backe
         return st;
     }
     struct host_plan * p = hb->plans[i];
+    if (hb->compute != NULL) {
+        return hb->compute(hb->compute_ctx, ggmlx_graph_snapshot_graph(p->snap));
+    }
     return ggml_graph_compute(ggmlx_graph_snapshot_graph(p->snap), &p->cplan);
 }
 
@@ -650,6 +658,8 @@ ggml_backend_t ggmlx_host_backend_new(const struct ggmlx_host_backend_params * p
     hb->name           = params->name;
     hb->address        = params->address;
     hb->address_ctx    = params->address_ctx;
+    hb->compute        = params->compute;
+    hb->compute_ctx    = params->compute_ctx;
     hb->host.n_threads = params->n_threads;
     hb->run            = hb->host;
     if (!params->sync) {

@@ -37,6 +37,14 @@ struct ggmlx_host_settings {
  */
 typedef void * (*ggmlx_host_address_fn)(void * ctx, const struct ggml_tensor * t);
 
+/*
+ * Computes a graph (its data pointers already translated) on the executing thread in place of
+ * the CPU executor: how the CUDA kernel emulator of the tests (tests/cuda-emu/) reuses the
+ * queue, events and copies of a host backend. Returns the status the compute ends with, after
+ * recording a message for a failure.
+ */
+typedef enum ggml_status (*ggmlx_host_compute_fn)(void * ctx, struct ggml_cgraph * graph);
+
 struct ggmlx_host_backend_params {
     const char *          name;        /* the backend's name; must outlive the backend */
     ggml_guid_t           guid;
@@ -46,6 +54,8 @@ struct ggmlx_host_backend_params {
     uint64_t              chaos_seed;  /* 0: off; else random delays before each task */
     ggmlx_host_address_fn address;     /* NULL: tensors in host memory, used as they are */
     void                * address_ctx;
+    ggmlx_host_compute_fn compute;     /* NULL: the CPU executor */
+    void                * compute_ctx;
 };
 
 struct ggmlx_host_backend;
