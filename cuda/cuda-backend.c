@@ -97,7 +97,7 @@ static void check_rows(struct cuda_backend * ctx, const char * func) {
     }
     char msg[256];
     if (ggmlx_row_check_decode(&ctx->rows, word, msg, sizeof msg)) {
-        ggmlx_error(func, "%s: %s (rows with good indices were written, this one skipped)", ctx->d->name, msg);
+        ggmlx_error(func, "%s: %s (nothing of that op was written)", ctx->d->name, msg);
         fail(ctx, GGML_STATUS_FAILED);
         if (!enqueued(ctx, cudaMemsetAsync(ctx->row_err, 0, sizeof word, ctx->stream), func, "cudaMemsetAsync")) {
             return;

@@ -2,7 +2,7 @@
  * ggml-conformance.c -- checks every backend rule and every op on every device the registry
  * finds, in one process: the CPU today, simulated and CUDA devices unchanged later.
  *
- * usage: ggml-conformance [--device NAME] [--filter SUBSTR] [--seed N] [--json] [--verbose] [--list]
+ * usage: ggml-conformance [--device NAME] [--filter SUBSTR] [--exclude SUBSTR] [--seed N] [--json] [--verbose] [--list]
  *
  * One line per case and device: "ok", "FAIL" with the reason, or "skip" when the device does not
  * support the op; then the number of skips, and last "N passed, N failed". Exit status 0 iff
@@ -120,7 +120,8 @@ static bool cf_device_is_cuda(ggml_backend_dev_t dev) {
 }
 
 static bool cf_selected(const struct cf_options * opt, const char * name) {
-    return opt->filter == NULL || strstr(name, opt->filter) != NULL;
+    return (opt->filter == NULL || strstr(name, opt->filter) != NULL) &&
+           (opt->exclude == NULL || strstr(name, opt->exclude) == NULL);
 }
 
 /* the library's log, minus the errors that rule cases provoke on purpose */
@@ -309,7 +310,7 @@ static void cf_timeout(int sig) {
 }
 
 static void cf_usage(FILE * f) {
-    fprintf(f, "usage: ggml-conformance [--device NAME] [--filter SUBSTR] [--seed N] [--json] [--verbose] [--list]\n"
+    fprintf(f, "usage: ggml-conformance [--device NAME] [--filter SUBSTR] [--exclude SUBSTR] [--seed N] [--json] [--verbose] [--list]\n"
                "  every backend rule and op case on every device; last line: N passed, N failed\n"
                "  GGMLX_TEST_REQUIRE_CUDA=1: no CUDA device, or a skip on one of a case CUDA claims, is a failure\n");
 }
@@ -328,13 +329,15 @@ int main(int argc, char ** argv) {
             opt.verbose = true;
         } else if (strcmp(a, "--list") == 0) {
             list = true;
-        } else if ((strcmp(a, "--device") == 0 || strcmp(a, "--filter") == 0 || strcmp(a, "--seed") == 0) &&
-                   i + 1 < argc) {
+        } else if ((strcmp(a, "--device") == 0 || strcmp(a, "--filter") == 0 || strcmp(a, "--exclude") == 0 ||
+                    strcmp(a, "--seed") == 0) && i + 1 < argc) {
             const char * v = argv[++i];
             if (a[2] == 'd') {
                 opt.device = v;
             } else if (a[2] == 'f') {
                 opt.filter = v;
+            } else if (a[2] == 'e') {
+                opt.exclude = v;
             } else {
                 char * end = NULL;
                 opt.seed = strtoull(v, &end, 10);

@@ -23,6 +23,7 @@ struct cf_options {
     uint64_t     seed;
     const char * device;       /* run on this device only (NULL: every device) */
     const char * filter;       /* only cases whose name contains this (NULL: all) */
+    const char * exclude;      /* and not those whose name contains this (NULL: none left out) */
     bool         json;
     bool         verbose;      /* text: also each passing case's largest error over its tolerance */
     bool         require_cuda; /* GGMLX_TEST_REQUIRE_CUDA=1: no CUDA device, or a skip on one, fails */
