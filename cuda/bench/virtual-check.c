@@ -443,6 +443,9 @@ int main(int argc, char ** argv) {
         printf("cuda-virtual-check: no CUDA device\n");
         return 2;
     }
+    /* a build whose libggml does not register CUDA itself (the emulated backend of the tests):
+     * registering the same registry again does nothing */
+    ggml_backend_register(ggml_backend_cuda_reg());
     graph_stats_fn stats_fn =
         (graph_stats_fn) ggml_backend_reg_get_proc_address(ggml_backend_cuda_reg(), "ggmlx_backend_cuda_graph_stats");
     check_registry(n);

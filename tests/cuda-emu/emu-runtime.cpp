@@ -4,6 +4,7 @@
  * the order it is issued, which is the order one CUDA stream guarantees.
  */
 #include "cublas_v2.h"
+#include "cuda_runtime.h"
 #include "ggmlx-emu.h"
 
 extern "C" {
@@ -12,26 +13,27 @@ extern "C" {
 
 #include <atomic>
 #include <string.h>
+#include <vector>
 
 namespace {
 
-thread_local cudaError_t last_error = cudaSuccess;
-
 std::atomic<uint64_t> n_gemm{ 0 };
-
-struct ggmlx_emu_cublas_tag {
-    int unused;
-} the_handle;
 
 } // namespace
 
-std::atomic<uint64_t> ggmlx_emu_n_launches{ 0 }, ggmlx_emu_n_blocks{ 0 }, ggmlx_emu_n_threads{ 0 };
+/* a handle: its stream, and the magic that tells a live one from anything else */
+struct ggmlx_emu_cublas {
+    uint32_t     magic;
+    cudaStream_t stream;
+    void *       workspace;
+    size_t       workspace_size;
+};
 
-extern "C" void ggmlx_emu_set_error(cudaError_t e) {
-    if (last_error == cudaSuccess) {
-        last_error = e; /* the first error is the one reported, as on a device */
-    }
-}
+#define EMU_CUBLAS_MAGIC 0x63626c73u /* "cbls" */
+
+static ggmlx_emu_cublas default_handle = { EMU_CUBLAS_MAGIC, nullptr, nullptr, 0 };
+
+std::atomic<uint64_t> ggmlx_emu_n_launches{ 0 }, ggmlx_emu_n_blocks{ 0 }, ggmlx_emu_n_threads{ 0 };
 
 extern "C" struct ggmlx_emu_counts ggmlx_emu_counts(void) {
     struct ggmlx_emu_counts c;
@@ -42,69 +44,41 @@ extern "C" struct ggmlx_emu_counts ggmlx_emu_counts(void) {
     return c;
 }
 
-extern "C" cudaError_t cudaGetLastError(void) {
-    const cudaError_t e = last_error;
-    last_error = cudaSuccess;
-    return e;
-}
-
-extern "C" cudaError_t cudaPeekAtLastError(void) {
-    return last_error;
-}
-
-extern "C" const char * cudaGetErrorName(cudaError_t e) {
-    switch (e) {
-    case cudaSuccess: return "cudaSuccess";
-    case cudaErrorInvalidValue: return "cudaErrorInvalidValue";
-    case cudaErrorMemoryAllocation: return "cudaErrorMemoryAllocation";
-    case cudaErrorInvalidConfiguration: return "cudaErrorInvalidConfiguration";
-    case cudaErrorLaunchFailure: return "cudaErrorLaunchFailure";
-    case cudaErrorLaunchOutOfResources: return "cudaErrorLaunchOutOfResources";
-    case cudaErrorIllegalAddress: return "cudaErrorIllegalAddress";
-    }
-    return "cudaErrorUnknown";
-}
-
-extern "C" const char * cudaGetErrorString(cudaError_t e) {
-    switch (e) {
-    case cudaSuccess: return "no error";
-    case cudaErrorInvalidValue: return "invalid argument";
-    case cudaErrorMemoryAllocation: return "out of memory";
-    case cudaErrorInvalidConfiguration: return "invalid configuration argument";
-    case cudaErrorLaunchFailure: return "unspecified launch failure";
-    case cudaErrorLaunchOutOfResources: return "too many resources requested for launch";
-    case cudaErrorIllegalAddress: return "an illegal memory access was encountered";
-    }
-    return "unknown error";
-}
-
-extern "C" cudaError_t cudaMemcpyAsync(void * dst, const void * src, size_t count, enum cudaMemcpyKind kind,
-                                       cudaStream_t stream) {
-    (void) stream;
-    if ((int) kind < cudaMemcpyHostToHost || (int) kind > cudaMemcpyDefault || (count > 0 && (dst == nullptr || src == nullptr))) {
-        return cudaErrorInvalidValue;
-    }
-    if (count > 0) {
-        memmove(dst, src, count);
-    }
-    return cudaSuccess;
-}
-
-extern "C" cudaError_t cudaMemsetAsync(void * dst, int value, size_t count, cudaStream_t stream) {
-    (void) stream;
-    if (count > 0 && dst == nullptr) {
-        return cudaErrorInvalidValue;
-    }
-    if (count > 0) {
-        memset(dst, value, count);
-    }
-    return cudaSuccess;
-}
-
 /* ---- cuBLAS -------------------------------------------------------------------------------- */
 
 extern "C" cublasHandle_t ggmlx_emu_cublas_handle(void) {
-    return reinterpret_cast<cublasHandle_t>(&the_handle);
+    return &default_handle;
+}
+
+extern "C" cublasStatus_t cublasCreate(cublasHandle_t * handle) {
+    *handle = new ggmlx_emu_cublas{ EMU_CUBLAS_MAGIC, nullptr, nullptr, 0 };
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+extern "C" cublasStatus_t cublasDestroy(cublasHandle_t handle) {
+    if (handle == nullptr || handle->magic != EMU_CUBLAS_MAGIC || handle == &default_handle) {
+        return CUBLAS_STATUS_NOT_INITIALIZED;
+    }
+    handle->magic = 0;
+    delete handle;
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+extern "C" cublasStatus_t cublasSetStream(cublasHandle_t handle, cudaStream_t stream) {
+    if (handle == nullptr || handle->magic != EMU_CUBLAS_MAGIC) {
+        return CUBLAS_STATUS_NOT_INITIALIZED;
+    }
+    handle->stream = stream;
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+extern "C" cublasStatus_t cublasSetWorkspace(cublasHandle_t handle, void * workspace, size_t size) {
+    if (handle == nullptr || handle->magic != EMU_CUBLAS_MAGIC) {
+        return CUBLAS_STATUS_NOT_INITIALIZED;
+    }
+    handle->workspace      = workspace;
+    handle->workspace_size = size;
+    return CUBLAS_STATUS_SUCCESS;
 }
 
 extern "C" const char * cublasGetStatusString(cublasStatus_t s) {
@@ -135,7 +109,7 @@ bool known(cudaDataType_t t) {
 cublasStatus_t check(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
                      const void * alpha, cudaDataType_t at, int lda, cudaDataType_t bt, int ldb, const void * beta,
                      cudaDataType_t ct, int ldc, int batch, cublasComputeType_t comp) {
-    if (h != ggmlx_emu_cublas_handle()) {
+    if (h == nullptr || h->magic != EMU_CUBLAS_MAGIC) {
         return CUBLAS_STATUS_NOT_INITIALIZED;
     }
     const bool ops_ok = (ta == CUBLAS_OP_N || ta == CUBLAS_OP_T) && (tb == CUBLAS_OP_N || tb == CUBLAS_OP_T);
@@ -187,8 +161,10 @@ extern "C" cublasStatus_t cublasGemmEx(cublasHandle_t handle, cublasOperation_t 
     if (s != CUBLAS_STATUS_SUCCESS) {
         return s;
     }
-    gemm(transa, transb, m, n, k, *(const float *) alpha, A, Atype, lda, B, Btype, ldb, *(const float *) beta,
-         static_cast<float *>(C), ldc);
+    const float al = *(const float *) alpha, be = *(const float *) beta; /* host pointer mode: read now */
+    ggmlx_emu::submit(handle->stream, ggmlx_emu::make_work([=] {
+        gemm(transa, transb, m, n, k, al, A, Atype, lda, B, Btype, ldb, be, static_cast<float *>(C), ldc);
+    }));
     return CUBLAS_STATUS_SUCCESS;
 }
 
@@ -205,12 +181,14 @@ extern "C" cublasStatus_t cublasGemmStridedBatchedEx(cublasHandle_t handle, cubl
     if (s != CUBLAS_STATUS_SUCCESS) {
         return s;
     }
-    for (int b = 0; b < batchCount; b++) {
-        gemm(transa, transb, m, n, k, *(const float *) alpha,
-             static_cast<const char *>(A) + b * strideA * (long long) elem_size(Atype), Atype, lda,
-             static_cast<const char *>(B) + b * strideB * (long long) elem_size(Btype), Btype, ldb,
-             *(const float *) beta, static_cast<float *>(C) + b * strideC, ldc);
-    }
+    const float al = *(const float *) alpha, be = *(const float *) beta;
+    ggmlx_emu::submit(handle->stream, ggmlx_emu::make_work([=] {
+        for (int b = 0; b < batchCount; b++) {
+            gemm(transa, transb, m, n, k, al, static_cast<const char *>(A) + b * strideA * (long long) elem_size(Atype),
+                 Atype, lda, static_cast<const char *>(B) + b * strideB * (long long) elem_size(Btype), Btype, ldb, be,
+                 static_cast<float *>(C) + b * strideC, ldc);
+        }
+    }));
     return CUBLAS_STATUS_SUCCESS;
 }
 
@@ -229,9 +207,13 @@ extern "C" cublasStatus_t cublasGemmBatchedEx(cublasHandle_t handle, cublasOpera
     if (batchCount > 0 && (Aarray == nullptr || Barray == nullptr || Carray == nullptr)) {
         return CUBLAS_STATUS_INVALID_VALUE;
     }
-    for (int b = 0; b < batchCount; b++) {
-        gemm(transa, transb, m, n, k, *(const float *) alpha, Aarray[b], Atype, lda, Barray[b], Btype, ldb,
-             *(const float *) beta, static_cast<float *>(Carray[b]), ldc);
-    }
+    const float al = *(const float *) alpha, be = *(const float *) beta;
+    /* the pointer arrays are device memory, filled by a kernel queued before: read when run */
+    ggmlx_emu::submit(handle->stream, ggmlx_emu::make_work([=] {
+        for (int b = 0; b < batchCount; b++) {
+            gemm(transa, transb, m, n, k, al, Aarray[b], Atype, lda, Barray[b], Btype, ldb, be,
+                 static_cast<float *>(Carray[b]), ldc);
+        }
+    }));
     return CUBLAS_STATUS_SUCCESS;
 }

@@ -375,20 +375,25 @@ void * dyn_shmem() {
     return eng.shmem;
 }
 
-void run(dim3 grid, dim3 block, size_t shmem, body_fn body, void * ctx) {
-    engine & e = eng;
+bool check_launch(dim3 grid, dim3 block, size_t shmem) {
     const uint64_t nthreads = (uint64_t) block.x * block.y * block.z;
     if (nthreads == 0 || nthreads > MAX_THREADS || block.z > 64 || grid.x == 0 || grid.y == 0 || grid.z == 0 ||
         grid.x > 0x7fffffffu || grid.y > 65535 || grid.z > 65535) {
         fail("grid or block dimensions outside the device limits");
         ggmlx_emu_set_error(cudaErrorInvalidConfiguration);
-        return;
+        return false;
     }
     if (shmem > MAX_SHMEM) {
         fail("more dynamic shared memory than a block may have without opt-in (48 KiB)");
         ggmlx_emu_set_error(cudaErrorInvalidValue);
-        return;
+        return false;
     }
+    return true;
+}
+
+void run(dim3 grid, dim3 block, body_fn body, void * ctx) {
+    engine & e = eng;
+    const uint64_t nthreads = (uint64_t) block.x * block.y * block.z;
     if (e.blk != nullptr) {
         fail("a launch from inside a kernel (dynamic parallelism is not used here)");
         ggmlx_emu_set_error(cudaErrorLaunchFailure);

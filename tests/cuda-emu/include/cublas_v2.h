@@ -36,8 +36,13 @@ typedef enum {
 
 typedef struct ggmlx_emu_cublas * cublasHandle_t;
 
-/* the handle the emulated backend passes: calls with NULL are refused as on a GPU */
+/* a handle on the default stream, for EMU0; calls with NULL are refused as on a GPU */
 cublasHandle_t ggmlx_emu_cublas_handle(void);
+
+cublasStatus_t cublasCreate(cublasHandle_t * handle);
+cublasStatus_t cublasDestroy(cublasHandle_t handle);
+cublasStatus_t cublasSetStream(cublasHandle_t handle, cudaStream_t stream);
+cublasStatus_t cublasSetWorkspace(cublasHandle_t handle, void * workspace, size_t size);
 
 const char * cublasGetStatusString(cublasStatus_t status);
 

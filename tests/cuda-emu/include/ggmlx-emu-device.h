@@ -62,8 +62,30 @@ uint64_t * warp_slots();
 void *     dyn_shmem();
 
 typedef void (*body_fn)(void * ctx);
-/* runs body(ctx) as every thread of the grid; a bad configuration sets the last error */
-void run(dim3 grid, dim3 block, size_t shmem, body_fn body, void * ctx);
+/* false (the last error set, the reason kept) when the configuration is outside the limits */
+bool check_launch(dim3 grid, dim3 block, size_t shmem);
+/* runs body(ctx) as every thread of the grid (checked already); a barrier that can never open
+ * is a launch failure: the last error of the running thread */
+void run(dim3 grid, dim3 block, body_fn body, void * ctx);
+
+/* work for a stream (emu-cudart.cpp): run now on the default and per-thread streams, queued on
+ * a created stream, or recorded while that stream is being captured */
+struct work {
+    virtual ~work() {}
+    virtual void operator()() = 0;
+};
+void submit(cudaStream_t stream, work * w); /* takes w */
+
+template <typename F> struct fn_work : work {
+    F f;
+    explicit fn_work(F fn) : f(fn) {}
+    void operator()() override { f(); }
+};
+
+/* a callable as work: what it captures is copied now, as CUDA copies a call's arguments */
+template <typename F> static inline work * make_work(F f) {
+    return new fn_work<F>(f);
+}
 
 template <typename T> static inline uint64_t to_bits(T v) {
     static_assert(sizeof(T) <= sizeof(uint64_t), "a shuffled value fits 64 bits");
@@ -92,26 +114,35 @@ template <typename T> static inline T shfl_from(T v, int src_lane, bool keep_own
  * them; every thread then calls the kernel with its own copy. */
 template <typename... P> struct launcher {
     void (*kernel)(P...);
-    dim3   grid, block;
-    size_t shmem;
+    dim3         grid, block;
+    size_t       shmem;
+    cudaStream_t stream;
+
+    struct job : work {
+        void (*kernel)(P...);
+        dim3 grid, block;
+        std::tuple<typename std::decay<P>::type...> args;
+        template <typename... A>
+        job(void (*k)(P...), dim3 g, dim3 b, A &&... a) : kernel(k), grid(g), block(b), args(std::forward<A>(a)...) {}
+        void operator()() override {
+            run(grid, block, [](void * ctx) {
+                job * j = static_cast<job *>(ctx);
+                std::apply(j->kernel, j->args);
+            }, this);
+        }
+    };
 
     template <typename... A> void operator()(A &&... a) const {
-        struct pack {
-            void (*kernel)(P...);
-            std::tuple<typename std::decay<P>::type...> args;
-        } pk{ kernel, std::tuple<typename std::decay<P>::type...>(std::forward<A>(a)...) };
-        run(grid, block, shmem, [](void * ctx) {
-            pack * p = static_cast<pack *>(ctx);
-            std::apply(p->kernel, p->args);
-        }, &pk);
+        if (check_launch(grid, block, shmem)) {
+            submit(stream, new job(kernel, grid, block, std::forward<A>(a)...));
+        }
     }
 };
 
 template <typename... P>
 static inline launcher<P...> launch(void (*kernel)(P...), dim3 grid, dim3 block, size_t shmem = 0,
                                     cudaStream_t stream = nullptr) {
-    (void) stream; /* work runs at once, in the caller's order */
-    return launcher<P...>{ kernel, grid, block, shmem };
+    return launcher<P...>{ kernel, grid, block, shmem, stream };
 }
 
 } // namespace ggmlx_emu
