@@ -59,11 +59,19 @@ ggml_backend_event_t ggmlx_cuda_event_new(struct ggmlx_cuda_device * d) {
         free(e);
         return NULL;
     }
+    /* the twin host queues wait on (ggml-backend-impl.h): its records complete in stream order */
+    ggml_backend_event_t twin = ggmlx_host_event_new(&d->dev);
+    if (twin == NULL) {
+        ggmlx_cuda_check(d, cudaEventDestroy(e->ev), func, "cudaEventDestroy");
+        free(e);
+        return NULL;
+    }
     e->tag = CUDA_EVENT_TAG;
     e->d   = d;
     atomic_init(&e->n_recorded, 0);
-    e->handle.device  = &d->dev;
-    e->handle.context = e;
+    e->handle.device    = &d->dev;
+    e->handle.context   = e;
+    e->handle.host_twin = twin;
     return &e->handle;
 }
 
@@ -75,6 +83,7 @@ void ggmlx_cuda_event_free(ggml_backend_event_t event) {
     }
     /* the runtime releases an event still pending in a stream once it completes */
     ggmlx_cuda_check(e->d, cudaEventDestroy(e->ev), "ggml_backend_event_free", "cudaEventDestroy");
+    ggmlx_host_event_free(e->handle.host_twin); /* a record still queued holds its own reference */
     e->tag = 0;
     free(e);
 }
@@ -91,6 +100,19 @@ void ggmlx_cuda_event_synchronize(ggml_backend_event_t event) {
     }
 }
 
+struct twin_record {
+    struct ggmlx_host_event * twin;
+    uint64_t                  target;
+};
+
+/* runs on a driver thread once the stream passed the record; must not call CUDA */
+static void CUDART_CB twin_recorded(void * arg) {
+    struct twin_record * r = arg;
+    ggmlx_host_event_complete(r->twin, r->target);
+    ggmlx_host_event_release(r->twin);
+    free(r);
+}
+
 bool ggmlx_cuda_event_record(struct ggmlx_cuda_device * d, cudaStream_t stream, ggml_backend_event_t event) {
     static const char * func = "ggml_backend_event_record";
     struct cuda_event * e = cuda_event_of(event);
@@ -98,10 +120,25 @@ bool ggmlx_cuda_event_record(struct ggmlx_cuda_device * d, cudaStream_t stream, 
         ggmlx_error(func, "the event was not made by %s; a backend records only its own device's events", d->name);
         return false;
     }
+    struct twin_record * r = malloc(sizeof *r);
+    if (r == NULL) {
+        ggmlx_error(func, "out of host memory; nothing recorded");
+        return false;
+    }
     if (!ggmlx_cuda_check(d, cudaEventRecord(e->ev, stream), func, "cudaEventRecord")) {
+        free(r);
         return false;
     }
     atomic_fetch_add(&e->n_recorded, 1);
+    r->twin   = ggmlx_host_event_of(e->handle.host_twin);
+    r->target = ggmlx_host_event_begin_record(r->twin);
+    ggmlx_host_event_retain(r->twin);
+    if (!ggmlx_cuda_check(d, cudaLaunchHostFunc(stream, twin_recorded, r), func, "cudaLaunchHostFunc")) {
+        /* waits may already count on the target: let them pass rather than hang (the device
+         * has failed, and the backend says so) */
+        twin_recorded(r);
+        return false;
+    }
     return true;
 }
 

@@ -515,7 +515,7 @@ Test(async, rule6_foreign_event_wait_blocks_the_worker_on_event_synchronize) {
     struct ggml_backend_device foreign = { .iface = { .get_name = foreign_name,
                                                        .event_synchronize = foreign_event_synchronize } };
     uint32_t not_a_host_event = 0;
-    struct ggml_backend_event ev = { &foreign, &not_a_host_event };
+    struct ggml_backend_event ev = { &foreign, &not_a_host_event, NULL };
     ggml_backend_t b = cpu(NULL);
     ggmlx_backend_queue_hold(b);
     ggml_backend_event_wait(b, &ev);

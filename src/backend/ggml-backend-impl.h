@@ -177,6 +177,16 @@ struct ggml_backend {
 struct ggml_backend_event {
     struct ggml_backend_device * device;
     void                       * context;
+
+    /* ---- ggmlx addition ---- */
+
+    /*
+     * opt: a host counter event (host-queue.h) that mirrors this event's records, set by a
+     * backend whose own events the host queues cannot wait on in queue order (CUDA's: a
+     * cudaEventSynchronize run by a worker waits for the latest record, not the one enqueued
+     * before the wait). A host queue waits on the twin instead (docs/async.md rule 6).
+     */
+    ggml_backend_event_t host_twin;
 };
 
 /* ---- device -------------------------------------------------------------------------------- */

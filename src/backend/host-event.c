@@ -178,7 +178,7 @@ bool ggmlx_host_event_record(struct ggmlx_queue * q, ggml_backend_event_t event)
         ggmlx_error(__func__, "not a host event");
         return false;
     }
-    const uint64_t target = (uint64_t) atomic_fetch_add(&ev->n_recorded, 1) + 1;
+    const uint64_t target = ggmlx_host_event_begin_record(ev);
     if (q == NULL) {
         complete(ev, target);
         return true;
@@ -229,6 +229,14 @@ void ggmlx_host_event_synchronize(ggml_backend_event_t event) {
         return;
     }
     block_until(ev, (uint64_t) atomic_load(&ev->n_recorded), NULL);
+}
+
+uint64_t ggmlx_host_event_begin_record(struct ggmlx_host_event * ev) {
+    return (uint64_t) atomic_fetch_add_explicit(&ev->n_recorded, 1, memory_order_acq_rel) + 1;
+}
+
+void ggmlx_host_event_complete(struct ggmlx_host_event * ev, uint64_t target) {
+    complete(ev, target);
 }
 
 void ggmlx_host_event_retain(struct ggmlx_host_event * ev) {

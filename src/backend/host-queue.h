@@ -98,5 +98,13 @@ void                 ggmlx_host_event_synchronize(ggml_backend_event_t event);
  */
 void                 ggmlx_host_event_retain(struct ggmlx_host_event * ev);
 void                 ggmlx_host_event_release(struct ggmlx_host_event * ev);
+/*
+ * For a backend that mirrors its own event's records in a host event (host_twin in
+ * ggml-backend-impl.h): begin_record, when a record is enqueued, returns its target (waits
+ * enqueued from now on wait for it); complete(target), once the record has happened, from any
+ * thread (a driver callback included: it touches only the counter and its futex).
+ */
+uint64_t             ggmlx_host_event_begin_record(struct ggmlx_host_event * ev);
+void                 ggmlx_host_event_complete(struct ggmlx_host_event * ev, uint64_t target);
 
 #endif /* GGMLX_HOST_QUEUE_H */

@@ -500,6 +500,9 @@ static enum ggml_status run_foreign_wait(void * arg) {
 
 static void hb_event_wait(ggml_backend_t backend, ggml_backend_event_t event) {
     struct ggmlx_host_backend * hb = backend->context;
+    if (event != NULL && ggmlx_host_event_of(event) == NULL && ggmlx_host_event_of(event->host_twin) != NULL) {
+        event = event->host_twin; /* a CUDA event: its twin counts the records in queue order */
+    }
     if (ggmlx_host_event_of(event) != NULL) {
         if (ggmlx_host_event_wait(hb->queue, event)) {
             ggmlx_ok();

@@ -367,7 +367,9 @@ static struct ggml_tensor * mlp_forward(struct ggml_context * ctx, struct demo_r
 }
 
 void demo_mlp(const struct demo_options * opt, struct demo_result * res) {
-    demo_begin(res, "mlp", "mlp 64-128-10 (batch 8)", 1e-5, false);
+    /* fc1 has F16 weights: a GPU rounds the activations to F16 too, for its tensor cores (as
+     * upstream's CUDA backend does; about 2^-11 relative per product), which the CPU does not */
+    demo_begin(res, "mlp", "mlp 64-128-10 (batch 8)", 1e-4, false);
     struct demo_ctx dc;
     if (!demo_contexts(opt, res, &dc)) {
         goto done;
@@ -478,7 +480,8 @@ static struct ggml_tensor * block_forward(struct ggml_context * ctx, struct demo
 }
 
 void demo_decoder(const struct demo_options * opt, struct demo_result * res) {
-    demo_begin(res, "decoder", "decoder block (8 tokens)", 1e-4, true);
+    /* F16 weights, activations rounded to F16 on a GPU (see demo_mlp): the scheduler's limit */
+    demo_begin(res, "decoder", "decoder block (8 tokens)", 1e-3, true);
     struct demo_ctx dc;
     if (!demo_contexts(opt, res, &dc)) {
         goto done;

@@ -250,6 +250,7 @@ struct ggmlx_emu_event {
     uint64_t                done     = 0; /* records the stream has passed */
     double                  t_ms     = 0;
     bool                    timing   = true;
+    std::atomic<int>        refs{ 1 }; /* the handle, and each queued record or wait */
 
     void complete(uint64_t n) {
         std::lock_guard<std::mutex> lk(m);
@@ -265,6 +266,13 @@ struct ggmlx_emu_event {
         cv.wait(lk, [&] { return done >= n; });
     }
 };
+
+/* work queued on an event keeps it alive: CUDA lets an event be destroyed while still pending */
+static void event_unref(ggmlx_emu_event * e) {
+    if (e->refs.fetch_sub(1) == 1) {
+        delete e;
+    }
+}
 
 /* ---- graphs ---------------------------------------------------------------------------------------- */
 
@@ -596,7 +604,11 @@ cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned int flag
         std::lock_guard<std::mutex> lk(e->m);
         target = e->recorded; /* the record last enqueued before this call */
     }
-    ggmlx_emu::submit(s, make_work([e, target] { e->wait_for(target); }));
+    e->refs++;
+    ggmlx_emu::submit(s, make_work([e, target] {
+        e->wait_for(target);
+        event_unref(e);
+    }));
     return cudaSuccess;
 }
 
@@ -620,15 +632,7 @@ cudaError_t cudaEventDestroy(cudaEvent_t e) {
     if (e == nullptr) {
         return ret(cudaErrorInvalidResourceHandle);
     }
-    /* CUDA lets a record still queued complete; here the record's work holds the pointer, so
-     * destruction waits for the records enqueued so far */
-    uint64_t n;
-    {
-        std::lock_guard<std::mutex> lk(e->m);
-        n = e->recorded;
-    }
-    e->wait_for(n);
-    delete e;
+    event_unref(e); /* returns at once; queued records and waits still hold it */
     return cudaSuccess;
 }
 
@@ -644,7 +648,11 @@ cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s) {
         std::lock_guard<std::mutex> lk(e->m);
         n = ++e->recorded;
     }
-    ggmlx_emu::submit(s, make_work([e, n] { e->complete(n); }));
+    e->refs++;
+    ggmlx_emu::submit(s, make_work([e, n] {
+        e->complete(n);
+        event_unref(e);
+    }));
     return cudaSuccess;
 }
 
