@@ -527,6 +527,49 @@ Test(async, rule6_foreign_event_wait_blocks_the_worker_on_event_synchronize) {
     ggml_backend_free(b);
 }
 
+/*
+ * A foreign event whose records are mirrored in a host twin (CUDA's): the CPU queue waits for the
+ * record enqueued before the wait, through the twin, and not for a record made after it. Waiting
+ * for the latest record when the worker gets there (a cudaEventSynchronize) deadlocked the
+ * demo's scheduler check on three CUDA devices: the later record depended on the CPU.
+ */
+Test(async, rule6_foreign_event_with_a_host_twin_waits_for_the_record_before_the_wait, .timeout = 30) {
+    struct ggml_backend_device foreign = { .iface = { .get_name = foreign_name,
+                                                       .event_synchronize = foreign_event_synchronize } };
+    ggml_backend_t b = cpu(NULL);
+    ggml_backend_event_t twin = ggmlx_host_event_new(&foreign);
+    ggml_backend_event_t after = ggml_backend_event_new(ggml_backend_get_device(b));
+    cr_assert(twin != NULL && after != NULL);
+    uint32_t not_a_host_event = 0;
+    struct ggml_backend_event ev = { &foreign, &not_a_host_event, twin };
+    struct ggmlx_host_event * tw = ggmlx_host_event_of(twin);
+
+    const uint64_t first = ggmlx_host_event_begin_record(tw); /* the foreign device's record 1 */
+    ggml_backend_event_wait(b, &ev);                           /* waits for record 1 */
+    ggml_backend_event_record(after, b);
+    const uint64_t second = ggmlx_host_event_begin_record(tw); /* record 2, after the wait */
+    cr_assert_eq(second, first + 1);
+
+    ggmlx_host_event_complete(tw, first);
+    ggml_backend_event_synchronize(after); /* hangs (test timeout) if the wait took record 2 */
+    cr_assert_eq(atomic_load(&g_foreign_syncs), 0, "the twin was waited on, not the foreign event");
+#ifndef GGMLX_DROP_EVENT_WAITS
+    /* and the wait is real: a second wait, for record 2, holds the queue until it completes */
+    ggml_backend_event_wait(b, &ev);
+    ggml_backend_event_record(after, b);
+    for (int i = 0; i < 20; i++) {
+        cr_assert_eq(ggmlx_backend_queue_pending(b) > 0, true, "the queue ran past a wait for an open record");
+        struct timespec ts = { 0, 1000000 };
+        nanosleep(&ts, NULL);
+    }
+#endif
+    ggmlx_host_event_complete(tw, second);
+    ggml_backend_synchronize(b);
+    ggml_backend_event_free(after);
+    ggmlx_host_event_free(twin);
+    ggml_backend_free(b);
+}
+
 /* ---- snapshots (rule 2), directly ---------------------------------------------------------- */
 
 Test(async, rule2_snapshot_owns_nodes_sources_and_view_chains) {
