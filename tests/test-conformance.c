@@ -12,20 +12,8 @@
 /* fewer would mean cases silently went missing from the list */
 #define MIN_CASES_PER_DEVICE 400
 
-static struct cf_options options(void) {
-    struct cf_options o;
-    memset(&o, 0, sizeof o);
-    o.seed = CF_DEFAULT_SEED;
-    const char * s = getenv("GGMLX_TEST_SEED");
-    if (s != NULL) {
-        o.seed = strtoull(s, NULL, 10);
-    }
-    o.out = stderr; /* each case's line lands in the test log */
-    return o;
-}
-
 Test(conformance, every_case_passes_on_every_device) {
-    struct cf_options opt = options();
+    struct cf_options opt = cf_test_options();
     struct cf_summary sum;
     cr_log_info("seed %llu", (unsigned long long) opt.seed);
     const int failed = cf_run(&opt, &sum);
@@ -37,7 +25,7 @@ Test(conformance, every_case_passes_on_every_device) {
 }
 
 Test(conformance, the_cpu_skips_nothing) {
-    struct cf_options opt = options();
+    struct cf_options opt = cf_test_options();
     opt.device = "CPU";
     opt.out    = NULL;
     struct cf_summary sum;
@@ -49,7 +37,7 @@ Test(conformance, the_cpu_skips_nothing) {
 
 Test(conformance, every_case_passes_with_the_cpu_in_sync_mode) {
     setenv("GGMLX_CPU_SYNC", "1", 1); /* read when the backends are made (each test is its own process) */
-    struct cf_options opt = options();
+    struct cf_options opt = cf_test_options();
     opt.device = "CPU";
     opt.out    = NULL;
     struct cf_summary sum;
@@ -60,7 +48,7 @@ Test(conformance, every_case_passes_with_the_cpu_in_sync_mode) {
 }
 
 Test(conformance, a_wrong_reference_fails_every_op_case) {
-    struct cf_options opt = options();
+    struct cf_options opt = cf_test_options();
     opt.device          = "CPU";
     opt.filter          = " f32 ";
     opt.out             = NULL;
@@ -76,7 +64,7 @@ Test(conformance, a_wrong_reference_fails_exact_and_tolerant_cases) {
     /* one exact case (a copy) and one with a tolerance (a long reduction) */
     const char * names[] = { "cpy f16>bf16 [33,3,2,1] contig", "mul_mat f32 [4097,5,1,1] contig" };
     for (int i = 0; i < 2; i++) {
-        struct cf_options opt = options();
+        struct cf_options opt = cf_test_options();
         opt.device = "CPU";
         opt.filter = names[i];
         opt.out    = NULL;
@@ -89,7 +77,7 @@ Test(conformance, a_wrong_reference_fails_exact_and_tolerant_cases) {
 }
 
 Test(conformance, an_overwritten_guard_byte_fails_the_case) {
-    struct cf_options opt = options();
+    struct cf_options opt = cf_test_options();
     opt.device      = "CPU";
     opt.filter      = "add f32 [33,3,2,1] contig";
     opt.out         = NULL;
@@ -104,7 +92,7 @@ Test(conformance, a_failure_names_the_case_and_the_last_line_counts) {
     size_t len = 0;
     FILE * f = open_memstream(&text, &len);
     cr_assert_not_null(f);
-    struct cf_options opt = options();
+    struct cf_options opt = cf_test_options();
     opt.device          = "CPU";
     opt.filter          = "sqr f32 [31,3,1,1]";
     opt.out             = f;
@@ -126,7 +114,7 @@ Test(conformance, json_has_the_counts) {
     size_t len = 0;
     FILE * f = open_memstream(&text, &len);
     cr_assert_not_null(f);
-    struct cf_options opt = options();
+    struct cf_options opt = cf_test_options();
     opt.filter = "rule: buffer clear";
     opt.out    = f;
     opt.json   = true;
@@ -147,7 +135,7 @@ Test(conformance, requiring_cuda_without_a_cuda_device_fails) {
     if (have_cuda) {
         cr_skip_test("a CUDA device is present");
     }
-    struct cf_options opt = options();
+    struct cf_options opt = cf_test_options();
     opt.filter       = "rule: buffer clear";
     opt.out          = NULL;
     opt.require_cuda = true;
@@ -156,7 +144,7 @@ Test(conformance, requiring_cuda_without_a_cuda_device_fails) {
 }
 
 Test(conformance, an_unknown_device_fails) {
-    struct cf_options opt = options();
+    struct cf_options opt = cf_test_options();
     opt.device = "no-such-device";
     opt.out    = NULL;
     struct cf_summary sum;

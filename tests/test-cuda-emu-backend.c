@@ -23,16 +23,9 @@ Test(cuda_emu_backend, unavailable_in_this_build) {
 #include "ggmlx-emu.h"
 
 static struct cf_options cuda_options(const char * device) {
-    struct cf_options o;
-    memset(&o, 0, sizeof o);
-    o.seed = CF_DEFAULT_SEED;
-    const char * s = getenv("GGMLX_TEST_SEED");
-    if (s != NULL) {
-        o.seed = strtoull(s, NULL, 10);
-    }
+    struct cf_options o = cf_test_options();
     o.device       = device;
     o.require_cuda = true;
-    o.out          = stderr;
     /* as in test-cuda-emu: under TSan the backend rules only (the queues, streams and events
      * it can check), under ASan without the three slowest cases */
 #if defined(GGMLX_TEST_TSAN)

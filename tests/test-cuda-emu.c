@@ -53,16 +53,9 @@ cudaError_t ggmlx_emu_selftest_partial_shuffle(int block, int lanes, float * out
 cudaError_t ggmlx_emu_selftest_neighbour(int threads, bool barrier, int * out);
 
 static struct cf_options emu_options(void) {
-    struct cf_options o;
-    memset(&o, 0, sizeof o);
-    o.seed = CF_DEFAULT_SEED;
-    const char * s = getenv("GGMLX_TEST_SEED");
-    if (s != NULL) {
-        o.seed = strtoull(s, NULL, 10);
-    }
+    struct cf_options o = cf_test_options();
     o.device  = "EMU0";
     o.exclude = EMU_EXCLUDE;
-    o.out     = stderr;
     return o;
 }
 

@@ -283,7 +283,23 @@ static int cf_run(const struct cf_options * opt, struct cf_summary * sum) {
     return sum->failed;
 }
 
-#ifndef GGMLX_CONFORMANCE_NO_MAIN
+#ifdef GGMLX_CONFORMANCE_NO_MAIN
+
+/* what the test suites start from: every device, the default seed or GGMLX_TEST_SEED's, each
+ * case's line into the test log */
+static struct cf_options cf_test_options(void) {
+    struct cf_options o;
+    memset(&o, 0, sizeof o);
+    o.seed = CF_DEFAULT_SEED;
+    const char * s = getenv("GGMLX_TEST_SEED");
+    if (s != NULL) {
+        o.seed = strtoull(s, NULL, 10);
+    }
+    o.out = stderr;
+    return o;
+}
+
+#else
 
 #include <signal.h>
 #include <unistd.h>
