@@ -533,7 +533,7 @@ Test(async, rule6_foreign_event_wait_blocks_the_worker_on_event_synchronize) {
  * for the latest record when the worker gets there (a cudaEventSynchronize) deadlocked the
  * demo's scheduler check on three CUDA devices: the later record depended on the CPU.
  */
-Test(async, rule6_foreign_event_with_a_host_twin_waits_for_the_record_before_the_wait, .timeout = 30) {
+Test(async, rule6_foreign_event_with_a_host_twin_waits_for_the_record_before_the_wait) {
     struct ggml_backend_device foreign = { .iface = { .get_name = foreign_name,
                                                        .event_synchronize = foreign_event_synchronize } };
     ggml_backend_t b = cpu(NULL);
