@@ -4,13 +4,15 @@
  * shared memory and the launch (the <<<...>>> syntax is rewritten into ggmlx_emu::launch(...) by
  * tests/cuda-emu/rewrite-cu.cmake).
  *
- * Semantics (emu-runtime.cpp): the blocks of a launch run one after another on the calling
- * thread; the threads of a block are fibers that run until they reach a barrier, so a
- * __syncthreads is a real rendezvous of every live thread of the block and a shuffle one of the
- * 32 lanes of its warp. A barrier that can never complete (divergent __syncthreads, a full-mask
- * shuffle in a partial warp or after a lane exited) ends the launch with cudaErrorLaunchFailure
- * instead of hanging. __shared__ variables are static thread_local: one copy per host thread,
- * and a host thread runs one block at a time, so every block sees its own.
+ * Semantics (emu-scheduler.cpp): the blocks of a launch run one after another on the thread
+ * that runs the launch (the caller for the default stream, a stream's worker otherwise); the
+ * threads of a block are fibers that run until they reach a barrier, so a __syncthreads is a
+ * real rendezvous of every live thread of the block (exited threads count as arrived, as on
+ * Volta and later) and a shuffle one of the 32 lanes of its warp. A barrier that can never
+ * complete (threads at a __syncthreads while others wait in a shuffle, a full-mask shuffle in a
+ * partial warp or after a lane exited) ends the launch with cudaErrorLaunchFailure instead of
+ * hanging. __shared__ variables are static thread_local: one copy per host thread, and a host
+ * thread runs one block at a time, so every block sees its own.
  */
 #ifndef GGMLX_EMU_DEVICE_H
 #define GGMLX_EMU_DEVICE_H
@@ -169,7 +171,8 @@ template <typename T> static inline T __shfl_up_sync(unsigned mask, T v, unsigne
     return ggmlx_emu::shfl_from(v, lane - (int)delta, lane < (int)delta);
 }
 
-/* one host thread runs a block at a time, so a read-modify-write cannot interleave */
+/* one host thread runs a launch's blocks one at a time, so within a launch a read-modify-write
+ * cannot interleave (two launches on two streams updating one word at once are not modelled) */
 template <typename T, typename U> static inline T atomicAdd(T * p, U v) {
     const T old = *p;
     *p = (T)(old + (T)v);

@@ -1,7 +1,7 @@
 /*
- * emu-runtime.cpp -- the runtime calls and cuBLAS GEMMs of the kernel emulator (the headers in
- * include/ say what each promises). Streams are tags: the work runs on the calling thread, in
- * the order it is issued, which is the order one CUDA stream guarantees.
+ * emu-cublas.cpp -- cuBLAS for the emulator: handles bound to a stream, the three GEMMs the plans
+ * of mul-mat-plan.c use (include/cublas_v2.h says what each promises), queued on the handle's
+ * stream like any other work; and the emulator's counters.
  */
 #include "cublas_v2.h"
 #include "cuda_runtime.h"
