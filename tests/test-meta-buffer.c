@@ -626,11 +626,13 @@ Test(meta_buffer, async_set_and_get_through_the_meta_backend, .init = four_sims)
     ggml_backend_buffer_t buf = ggml_backend_alloc_ctx_tensors(ctx, be);
     cr_assert_not_null(buf, "%s", last_err());
     const size_t nb = ggml_nbytes(w);
-    uint8_t * model = malloc(nb), * got = malloc(nb);
-    cr_assert(model != NULL && got != NULL);
-    fill_pattern(model, nb, 11);
-    ggml_backend_tensor_set_async(be, w, model, 0, nb);
-    /* a range from the middle of row 1 to the middle of row 9, queued behind the whole write */
+    uint8_t * src = malloc(nb), * model = malloc(nb), * got = malloc(nb);
+    cr_assert(src != NULL && model != NULL && got != NULL);
+    fill_pattern(src, nb, 11);
+    memcpy(model, src, nb);
+    ggml_backend_tensor_set_async(be, w, src, 0, nb);
+    /* a range from the middle of row 1 to the middle of row 9, queued behind the whole write;
+     * src and got are read when the copies run (rule 4), so the expected bytes live in model */
     const size_t off = 15 * sizeof(float), size = 78 * sizeof(float);
     fill_pattern(got, size, 12);
     memcpy(model + off, got, size);
@@ -647,6 +649,7 @@ Test(meta_buffer, async_set_and_get_through_the_meta_backend, .init = four_sims)
     ASSERT_NO_ERROR();
     free(got);
     free(model);
+    free(src);
     ggml_backend_buffer_free(buf);
     ggml_free(ctx);
     ggml_backend_free(be);
