@@ -256,6 +256,59 @@ Test(sched_async, two_input_slots_the_third_computation_waits_for_the_first) {
     check_input_slot_reuse(true, 2);
 }
 
+/*
+ * A graph input in the caller's own buffer gets no input slot, and upstream's loop rewrites it
+ * right after the next alloc_graph. With SIM0 held, four computations are enqueued before any
+ * copy runs: each must still see its own input (the copy reads the caller's memory at once).
+ */
+Test(sched_async, input_in_the_callers_buffer_may_be_rewritten_once_compute_async_returns) {
+    enum { K = 4 };
+    struct net n;
+    net_init(&n, 1, true);
+    cr_assert(ggmlx_sched_set_n_copies(n.sched, K), "%s", last_error());
+    struct ggml_init_params xp = { ggml_tensor_overhead(), NULL, true };
+    struct ggml_context * xctx = ggml_init(xp);
+    struct ggml_tensor * x = ggml_new_tensor_2d(xctx, GGML_TYPE_F32, D, M);
+    ggml_set_name(x, "x");
+    ggml_set_input(x);
+    ggml_backend_buffer_t xbuf = ggml_backend_alloc_ctx_tensors_from_buft(xctx, ggml_backend_cpu_buffer_type());
+    cr_assert_not_null(xbuf, "%s", last_error());
+    struct ggml_init_params gp = { 8 * ggml_tensor_overhead() + ggml_graph_overhead(), NULL, true };
+    struct ggml_context * gctx = ggml_init(gp);
+    struct ggml_tensor * h = ggml_scale(gctx, ggml_mul_mat(gctx, n.w[0], x), 0.125f);
+    ggml_set_output(h);
+    struct ggml_cgraph * g = ggml_new_graph(gctx);
+    ggml_build_forward_expand(g, h);
+
+    cr_assert(ggmlx_backend_queue_hold(n.backends[0]));
+    static float out[K][D * M];
+    for (int k = 0; k < K; k++) {
+        float in[D * M];
+        input_of(k, in);
+        clear_host(out[k]);
+        ggml_backend_sched_reset(n.sched);
+        cr_assert(ggml_backend_sched_alloc_graph(n.sched, g), "computation %d: %s", k, last_error());
+        cr_assert_eq(x->buffer, xbuf, "the caller's input stays in the caller's buffer");
+        ggml_backend_tensor_set(x, in, 0, sizeof in);
+        cr_assert_eq(ggml_backend_sched_graph_compute_async(n.sched, g), GGML_STATUS_SUCCESS, "%s", last_error());
+        cr_assert_eq(ggml_backend_sched_get_tensor_backend(n.sched, h), n.backends[0]);
+        ggml_backend_tensor_get_async(n.backends[0], h, out[k], 0, sizeof out[k]);
+    }
+    cr_assert_gt(ggmlx_backend_queue_pending(n.backends[0]), 0, "SIM0 has the computations queued");
+    ggmlx_backend_queue_release(n.backends[0]);
+    ggml_backend_sched_synchronize(n.sched);
+    for (int k = 0; k < K; k++) {
+        expect_output(&n, k, out[k]);
+    }
+    const struct ggmlx_sched_stats s = stats_of(&n);
+    cr_assert_eq(s.n_sync_fallbacks, 0, "the copies were queued, not made after draining SIM0");
+    ggml_backend_sched_reset(n.sched);
+    ggml_free(gctx);
+    ggml_backend_buffer_free(xbuf);
+    ggml_free(xctx);
+    net_free(&n);
+}
+
 /* ---- pipeline parallelism ------------------------------------------------------------------ */
 
 /*

@@ -144,6 +144,17 @@ static void copy_one(struct ggml_backend_sched * sched, const struct sched_input
     if (sched->copy_mode == SCHED_COPY_SYNC) {
         goto sync;
     }
+    if (in->from_caller) {
+        /* the caller's memory is read now, so it may be rewritten once compute returns */
+        void * host = b->iface.set_tensor_async != NULL ? staging_take(sched, n) : NULL;
+        if (host == NULL) {
+            goto sync;
+        }
+        ggml_backend_tensor_get(in->src, host, 0, n);
+        ggml_backend_tensor_set_async(b, in->dst, host, 0, n);
+        sched->stats.n_async_copies++;
+        return;
+    }
     if (best && b->iface.cpy_tensor_async != NULL && b->iface.cpy_tensor_async(a, b, in->src, in->dst)) {
         sched->stats.n_async_copies++;
         return;

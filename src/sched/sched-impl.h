@@ -78,6 +78,7 @@ struct sched_input {
     int                  dst_backend;
     int                  first_node;   /* the node that needed it first (later splits reuse the copy) */
     bool                 slotted;      /* src is in slot memory: no later compute overwrites it early */
+    bool                 from_caller;  /* src is a graph input in the caller's own memory: read it at once */
 };
 
 /* A source node->src[j] rewritten to a copy while the scheduler works on the graph. */

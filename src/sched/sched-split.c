@@ -383,7 +383,7 @@ static bool add_input(struct ggml_backend_sched * sched, struct sched_split * sp
         if (!GROW(sched->inputs, sched->inputs_cap, sched->n_inputs + 1)) {
             return false;
         }
-        sched->inputs[sched->n_inputs++] = (struct sched_input){ s, NULL, sb, sp->backend, i, false };
+        sched->inputs[sched->n_inputs++] = (struct sched_input){ s, NULL, sb, sp->backend, i, false, false };
         sp->n_inputs++;
     }
     if (!GROW(sched->rewrites, sched->rewrites_cap, sched->n_rewrites + 1)) {
@@ -422,6 +422,9 @@ static bool slot_copy_sources(struct ggml_backend_sched * sched) {
         struct sched_input * in = &sched->inputs[k];
         struct ggml_tensor * r  = root_of(in->src);
         struct sched_tinfo * ri = info(sched, r);
+        /* the caller may rewrite it as soon as compute returns (upstream copies it synchronously) */
+        in->from_caller = !ri->graph_input && r->data != NULL && !ri->written &&
+                          ((r->flags | in->src->flags) & GGML_TENSOR_FLAG_INPUT);
         if (!ri->graph_input) {
             if (!ri->allocated || r->data != NULL || r->view_src != NULL) {
                 continue;
