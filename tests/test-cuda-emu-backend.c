@@ -20,6 +20,7 @@ Test(cuda_emu_backend, unavailable_in_this_build) {
 #include "../src/tools/ggml-conformance.c"
 
 #include "ggml-cuda.h"
+#include "cuda-emu/emu-test-filter.h"
 #include "ggmlx-emu.h"
 
 /* per suite: a per-test .timeout made LSan report 48 bytes leaked inside Criterion 2.4 */
@@ -29,13 +30,8 @@ static struct cf_options cuda_options(const char * device) {
     struct cf_options o = cf_test_options();
     o.device       = device;
     o.require_cuda = true;
-    /* as in test-cuda-emu: under TSan the backend rules only (the queues, streams and events
-     * it can check), under ASan without the three slowest cases */
-#if defined(GGMLX_TEST_TSAN)
-    o.filter  = "rule:";
-#elif defined(GGMLX_TEST_SANITIZED)
-    o.exclude = "70000";
-#endif
+    o.filter       = EMU_FILTER;
+    o.exclude      = EMU_EXCLUDE;
     return o;
 }
 
@@ -56,7 +52,7 @@ Test(cuda_emu_backend, every_conformance_case_passes_on_cuda0) {
     cr_assert_eq(sum.n_devices, 1);
     cr_assert_eq(failed, 0, "%d case(s) failed on the emulated CUDA0 (see the FAIL lines above)", failed);
     cr_assert_eq(sum.skipped, 0);
-    cr_assert_geq(sum.n_cases, 12);
+    cr_assert_geq(sum.n_cases, EMU_MIN_CASES);
 }
 
 #endif /* GGMLX_EMU_UNAVAILABLE */

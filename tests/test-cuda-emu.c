@@ -21,34 +21,11 @@ Test(cuda_emu, unavailable_in_this_build) {
 #define GGMLX_CONFORMANCE_NO_MAIN
 #include "../src/tools/ggml-conformance.c"
 
+#include "cuda-emu/emu-test-filter.h"
 #include "ggmlx-emu.h"
 
 /* per suite: a per-test .timeout made LSan report 48 bytes leaked inside Criterion 2.4 */
 TestSuite(cuda_emu, .timeout = 600);
-
-/* the conformance runner's own minimum per device (test-conformance.c) */
-#define MIN_CASES 400
-
-/*
- * Under ASan and UBSan (Debug) the three one-block-per-row cases of 70000 rows would take most
- * of ten minutes: they run in the Release suite and are left out. Under TSan every fiber switch
- * is a synchronisation it models, and the whole runner takes minutes; the kernels run on one
- * host thread, so TSan has little to find in them: only the backend rules (queues, events and
- * copies around the emulated kernels) run there.
- */
-#if defined(GGMLX_TEST_TSAN)
-#    define EMU_FILTER    "rule:"
-#    define EMU_EXCLUDE   "70000"
-#    define EMU_MIN_CASES 10
-#elif defined(GGMLX_TEST_SANITIZED)
-#    define EMU_FILTER    NULL
-#    define EMU_EXCLUDE   "70000"
-#    define EMU_MIN_CASES (MIN_CASES - 20)
-#else
-#    define EMU_FILTER    NULL
-#    define EMU_EXCLUDE   NULL
-#    define EMU_MIN_CASES MIN_CASES
-#endif
 
 cudaError_t ggmlx_emu_selftest_coords(const unsigned grid[3], const unsigned block[3], uint32_t * out, uint32_t * count);
 cudaError_t ggmlx_emu_selftest_block_sum(int threads, int blocks, const float * v, int n, float * sum, float * mx);
