@@ -185,17 +185,13 @@ static enum ggml_status reserve_scratch(struct cuda_backend * ctx, size_t size, 
 
 /* ---- graphs -------------------------------------------------------------------------------- */
 
-static bool skipped(const struct ggml_tensor * node) {
-    return ggmlx_op_is_view(node->op) || !(node->flags & GGML_TENSOR_FLAG_COMPUTE) || ggml_is_empty(node);
-}
-
 /* everything that can be known before enqueueing: FAILED (error recorded) when a node cannot run */
 static enum ggml_status check_graph(const char * func, struct cuda_backend * ctx, const struct ggml_cgraph * g,
                                     size_t * scratch) {
     *scratch = 0;
     for (int i = 0; i < g->n_nodes; i++) {
         const struct ggml_tensor * node = g->nodes[i];
-        if (skipped(node)) {
+        if (ggmlx_cuda_node_skipped(node)) {
             continue;
         }
         if (!ggmlx_cuda_supports_op(node)) {
@@ -238,7 +234,7 @@ static enum ggml_status launch_nodes(void * user) {
     struct ggmlx_cuda_exec ex = *a->ex;
     for (int i = 0; i < a->cgraph->n_nodes; i++) {
         struct ggml_tensor * node = a->cgraph->nodes[i];
-        if (skipped(node)) {
+        if (ggmlx_cuda_node_skipped(node)) {
             continue;
         }
         a->err[0] = '\0';

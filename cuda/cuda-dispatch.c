@@ -295,6 +295,10 @@ bool ggmlx_cuda_supports_op(const struct ggml_tensor * node) {
     }
 }
 
+bool ggmlx_cuda_node_skipped(const struct ggml_tensor * node) {
+    return ggmlx_op_is_view(node->op) || !(node->flags & GGML_TENSOR_FLAG_COMPUTE) || ggml_is_empty(node);
+}
+
 size_t ggmlx_cuda_scratch_size(const struct ggml_tensor * node) {
     if (node == NULL || node->op != GGML_OP_MUL_MAT || !ggmlx_cuda_supports_op(node)) {
         return 0;

@@ -40,6 +40,12 @@ struct ggmlx_cuda_exec {
  */
 bool ggmlx_cuda_supports_op(const struct ggml_tensor * node);
 
+/*
+ * true for a node a graph compute passes over: views (no kernel), nodes not flagged for compute,
+ * and empty tensors. The backend and the kernel emulator's EMU0 skip the same nodes.
+ */
+bool ggmlx_cuda_node_skipped(const struct ggml_tensor * node);
+
 /* Device scratch a node needs (0 for most ops). */
 size_t ggmlx_cuda_scratch_size(const struct ggml_tensor * node);
 

@@ -37,16 +37,12 @@ static bool                           g_ok;
 
 /* ---- the compute ------------------------------------------------------------------------------ */
 
-static bool skipped(const struct ggml_tensor * node) {
-    return ggmlx_op_is_view(node->op) || !(node->flags & GGML_TENSOR_FLAG_COMPUTE) || ggml_is_empty(node);
-}
-
 static enum ggml_status emu_compute(void * ctx, struct ggml_cgraph * g) {
     static const char * func = "ggml_backend_graph_compute";
     (void) ctx;
     size_t need = 0;
     for (int i = 0; i < g->n_nodes; i++) {
-        if (!skipped(g->nodes[i])) {
+        if (!ggmlx_cuda_node_skipped(g->nodes[i])) {
             const size_t s = ggmlx_cuda_scratch_size(g->nodes[i]);
             need = s > need ? s : need;
         }
@@ -77,7 +73,7 @@ static enum ggml_status emu_compute(void * ctx, struct ggml_cgraph * g) {
     enum ggml_status st = GGML_STATUS_SUCCESS;
     for (int i = 0; i < g->n_nodes && st == GGML_STATUS_SUCCESS; i++) {
         struct ggml_tensor * node = g->nodes[i];
-        if (skipped(node)) {
+        if (ggmlx_cuda_node_skipped(node)) {
             continue;
         }
         char err[256] = "";
