@@ -424,3 +424,141 @@ Test(sched_errors, a_split_refused_at_enqueue_fails_with_a_message) {
     ggml_free(t.ctx);
     env_free(&e);
 }
+
+/* ---- failures keep their message, their kind, and no memory ----------------------------------- */
+
+/* y = x copied into Q8_0: no backend of (SIM0, CPU) runs that copy */
+static struct tiny unschedulable_new(ggml_backend_t * be) {
+    struct ggml_init_params p = { 8 * ggml_tensor_overhead() + ggml_graph_overhead(), NULL, true };
+    struct tiny t;
+    t.ctx = ggml_init(p);
+    cr_assert_not_null(t.ctx);
+    t.x = ggml_new_tensor_1d(t.ctx, GGML_TYPE_F32, 64);
+    ggml_set_input(t.x);
+    t.y = ggml_cpy(t.ctx, t.x, ggml_new_tensor_1d(t.ctx, GGML_TYPE_Q8_0, 64));
+    ggml_set_output(t.y);
+    t.gf = ggml_new_graph(t.ctx);
+    ggml_build_forward_expand(t.gf, t.y);
+    for (int b = 0; b < 2; b++) {
+        cr_assert_not(ggml_backend_supports_op(be[b], t.y), "%s now runs F32 -> Q8_0 copies: pick another op",
+                      ggml_backend_name(be[b]));
+    }
+    return t;
+}
+
+Test(sched_errors, reserve_of_a_graph_no_backend_runs_keeps_its_message) {
+    struct env e = env_new();
+    struct tiny u = unschedulable_new(e.be);
+    size_t sizes[2];
+    cr_assert_not(ggml_backend_sched_reserve(e.s, u.gf));
+    ASSERT_ERROR();
+    ggml_backend_sched_reserve_size(e.s, u.gf, sizes);
+    ASSERT_ERROR();
+    assert_works(e.s, &e.t);
+    ggml_free(u.ctx);
+    env_free(&e);
+}
+
+Test(sched_errors, a_graph_no_backend_runs_is_failed_not_alloc_failed) {
+    struct env e = env_new();
+    struct tiny u = unschedulable_new(e.be);
+    ggml_backend_sched_reset(e.s);
+    cr_assert_not(ggml_backend_sched_alloc_graph(e.s, u.gf));
+    ASSERT_ERROR();
+    ggml_backend_sched_reset(e.s);
+    cr_assert_eq(ggml_backend_sched_graph_compute(e.s, u.gf), GGML_STATUS_FAILED,
+                 "ALLOC_FAILED tells a caller to retry smaller, which cannot help here");
+    ASSERT_ERROR();
+    assert_works(e.s, &e.t);
+    ggml_free(u.ctx);
+    env_free(&e);
+}
+
+/* y = 2 x over n values, x an input placed on SIM0 (its slot) and y in SIM0's compute buffer */
+static struct tiny on_sim_new(ggml_backend_sched_t s, ggml_backend_t sim, int64_t n) {
+    struct ggml_init_params p = { 8 * ggml_tensor_overhead() + ggml_graph_overhead(), NULL, true };
+    struct tiny t;
+    t.ctx = ggml_init(p);
+    cr_assert_not_null(t.ctx);
+    t.x = ggml_new_tensor_1d(t.ctx, GGML_TYPE_F32, n);
+    ggml_set_input(t.x);
+    t.y = ggml_scale(t.ctx, t.x, 2.0f);
+    ggml_set_output(t.y);
+    t.gf = ggml_new_graph(t.ctx);
+    ggml_build_forward_expand(t.gf, t.y);
+    ggml_backend_sched_reset(s);
+    ggml_backend_sched_set_tensor_backend(s, t.x, sim);
+    return t;
+}
+
+static size_t sim_free_memory(void) {
+    size_t free_b = 0, total = 0;
+    ggml_backend_dev_memory(ggml_backend_dev_by_name("SIM0"), &free_b, &total);
+    return free_b;
+}
+
+/*
+ * SIM0 has 64 MiB: a 40 MiB input fits its slot, but y's 40 MiB more do not. The failed
+ * alloc_graph must hold no more memory than before (the input slot grown for it is given back,
+ * the 4 MiB one it replaced is there again), leave the input without memory, and report
+ * ALLOC_FAILED through compute; the smaller graph then runs again.
+ */
+Test(sched_errors, alloc_graph_out_of_memory_holds_no_more_memory_than_before) {
+    struct env e = env_new();
+    struct tiny small = on_sim_new(e.s, e.be[0], (int64_t) 1 << 20);
+    cr_assert(ggml_backend_sched_alloc_graph(e.s, small.gf), "%s", ggmlx_last_error());
+    const size_t free_before = sim_free_memory();
+    const size_t sched_before = ggml_backend_sched_get_buffer_size(e.s, e.be[0]);
+    cr_assert_gt(sched_before, 0);
+
+    struct tiny big = on_sim_new(e.s, e.be[0], (int64_t) 10 << 20);
+    cr_assert_not(ggml_backend_sched_alloc_graph(e.s, big.gf));
+    ASSERT_ERROR();
+    cr_assert_eq(sim_free_memory(), free_before, "SIM0 free: %zu bytes, %zu before the failed alloc_graph",
+                 sim_free_memory(), free_before);
+    cr_assert_eq(ggml_backend_sched_get_buffer_size(e.s, e.be[0]), sched_before);
+    cr_assert_null(big.x->data, "the input keeps no pointer into memory given back");
+    cr_assert_null(big.x->buffer);
+
+    /* through compute: y = 2 w, w a 40 MiB weight on SIM0, so y's 40 MiB go there too */
+    struct ggml_init_params wp = { 2 * ggml_tensor_overhead(), NULL, true };
+    struct ggml_context * wctx = ggml_init(wp);
+    struct ggml_tensor * w = ggml_new_tensor_1d(wctx, GGML_TYPE_F32, (int64_t) 10 << 20);
+    ggml_backend_buffer_t wbuf = ggml_backend_alloc_ctx_tensors(wctx, e.be[0]);
+    cr_assert_not_null(wbuf, "%s", ggmlx_last_error());
+    ggml_backend_buffer_set_usage(wbuf, GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
+    const size_t free_with_w = sim_free_memory();
+    struct ggml_init_params gp = { 4 * ggml_tensor_overhead() + ggml_graph_overhead(), NULL, true };
+    struct ggml_context * gctx = ggml_init(gp);
+    struct ggml_tensor * wy = ggml_scale(gctx, w, 2.0f);
+    struct ggml_cgraph * wg = ggml_new_graph(gctx);
+    ggml_build_forward_expand(wg, wy);
+    ggml_backend_sched_reset(e.s);
+    const enum ggml_status st = ggml_backend_sched_graph_compute(e.s, wg);
+    cr_assert_eq(st, GGML_STATUS_ALLOC_FAILED, "status %d: %s", (int) st, ggmlx_last_error());
+    ASSERT_ERROR();
+    cr_assert_eq(sim_free_memory(), free_with_w);
+    ggml_free(gctx);
+    ggml_backend_buffer_free(wbuf);
+    ggml_free(wctx);
+    cr_assert_eq(sim_free_memory(), free_before);
+
+    ggml_backend_sched_reset(e.s);
+    ggml_backend_sched_set_tensor_backend(e.s, small.x, e.be[0]);
+    cr_assert(ggml_backend_sched_alloc_graph(e.s, small.gf), "%s", ggmlx_last_error());
+    cr_assert_eq(sim_free_memory(), free_before, "the smaller graph fits where it was");
+    static float x[1 << 20], y[1 << 20];
+    for (int i = 0; i < (1 << 20); i++) {
+        x[i] = (float) (i % 13) - 6.0f;
+    }
+    ggml_backend_tensor_set(small.x, x, 0, sizeof x);
+    cr_assert_eq(ggml_backend_sched_graph_compute(e.s, small.gf), GGML_STATUS_SUCCESS, "%s", ggmlx_last_error());
+    ggml_backend_tensor_get(small.y, y, 0, sizeof y);
+    for (int i = 0; i < (1 << 20); i += 4099) {
+        cr_assert_float_eq(y[i], 2 * x[i], 1e-6);
+    }
+    assert_works(e.s, &e.t);
+    ggml_free(big.ctx);
+    ggml_free(small.ctx);
+    env_free(&e);
+}

@@ -88,6 +88,19 @@ void ggmlx_ok(void) {
     g_has_error = false;
 }
 
+bool ggmlx_error_save(char * buf, size_t size) {
+    if (!g_has_error || size == 0) {
+        return false;
+    }
+    snprintf(buf, size, "%s", g_last_error);
+    return true;
+}
+
+void ggmlx_error_restore(const char * saved) {
+    snprintf(g_last_error, sizeof g_last_error, "%s", saved);
+    g_has_error = true;
+}
+
 static bool abort_on_error(void) {
     /* atomic: two threads' first errors may read the variable at once (any of them may write it) */
     static atomic_int mode = -1;

@@ -93,6 +93,14 @@ void ggmlx_errorv(const char * func, const char * fmt, va_list ap);
 /* A public entry point that succeeded: clear the thread's last error. */
 void ggmlx_ok(void);
 
+/*
+ * The thread's error across internal calls of public functions that clear it when they succeed
+ * (a failed call that then synchronizes or frees): save copies it (false when there is none),
+ * restore records it again without logging it a second time.
+ */
+bool ggmlx_error_save(char * buf, size_t size);
+void ggmlx_error_restore(const char * saved);
+
 /* Record an error and mark ctx failed (ctx may be NULL). */
 void ggmlx_ctx_fail(struct ggml_context * ctx, const char * func, const char * fmt, ...) __attribute__((format(printf, 3, 4)));
 

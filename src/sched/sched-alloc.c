@@ -121,6 +121,38 @@ static bool slot_reserve(struct ggml_backend_sched * sched, int b, int c, size_t
     return true;
 }
 
+/*
+ * After a failed alloc: the slots of c are put back at the sizes they had (had[b] bytes, 0 for
+ * none) and the graph inputs lose the memory they were given, so a failure holds no more device
+ * memory than before the call (DESIGN section 4). The slot is idle (alloc waited for it).
+ */
+static void slots_restore(struct ggml_backend_sched * sched, int c, const size_t * had) {
+    for (int i = 0; i < sched->n_graph_inputs; i++) {
+        struct ggml_tensor * t = sched->graph_inputs[i];
+        if (t->flags & GGMLX_TENSOR_FLAG_SCHED_ALLOC) {
+            t->data   = NULL;
+            t->buffer = NULL;
+            t->flags &= ~GGMLX_TENSOR_FLAG_SCHED_ALLOC;
+        }
+    }
+    for (int b = 0; b < sched->n_backends; b++) {
+        struct sched_slot_buffer * sb = &sched->slot_bufs[b][c];
+        const size_t now = sb->buffer != NULL ? ggml_backend_buffer_get_size(sb->buffer) : 0;
+        if (now == had[b]) {
+            continue;
+        }
+        ggml_backend_buffer_free(sb->buffer);
+        sb->buffer = had[b] > 0 ? ggml_backend_buft_alloc_buffer(sched->bufts[b], had[b]) : NULL;
+        if (sb->buffer != NULL && !ggmlx_sched_add_own_buffer(sched, sb->buffer)) {
+            ggml_backend_buffer_free(sb->buffer);
+            sb->buffer = NULL;
+        }
+        if (sb->buffer != NULL) {
+            ggml_backend_buffer_set_usage(sb->buffer, GGML_BACKEND_BUFFER_USAGE_COMPUTE);
+        }
+    }
+}
+
 static bool place_inputs(struct ggml_backend_sched * sched, int c, const char * func) {
     size_t need[GGML_SCHED_MAX_BACKENDS], off[GGML_SCHED_MAX_BACKENDS] = { 0 };
     inputs_per_backend(sched, need);
@@ -209,7 +241,7 @@ static void switch_copies(struct ggml_backend_sched * sched) {
     sched->next_copy = 0;
 }
 
-bool ggmlx_sched_alloc(struct ggml_backend_sched * sched, struct ggml_cgraph * g, const char * func) {
+enum ggml_status ggmlx_sched_alloc(struct ggml_backend_sched * sched, struct ggml_cgraph * g, const char * func) {
     switch_copies(sched);
     const int c = sched->next_copy;
     int span = sched->trace ? ggmlx_sched_trace_begin(sched->trace, sched->n_backends, NULL, "alloc", "host", -1, c) : -1;
@@ -223,6 +255,11 @@ bool ggmlx_sched_alloc(struct ggml_backend_sched * sched, struct ggml_cgraph * g
     }
     if (!split_ok) {
         goto err;
+    }
+    size_t had[GGML_SCHED_MAX_BACKENDS];
+    for (int b = 0; b < sched->n_backends; b++) {
+        ggml_backend_buffer_t sb = sched->slot_bufs[b][c].buffer;
+        had[b] = sb != NULL ? ggml_backend_buffer_get_size(sb) : 0;
     }
     if (!place_inputs(sched, c, func)) {
         goto err_status;
@@ -241,16 +278,29 @@ bool ggmlx_sched_alloc(struct ggml_backend_sched * sched, struct ggml_cgraph * g
     if (span >= 0) {
         ggmlx_sched_trace_end(sched->trace, span, NULL);
     }
-    return true;
+    return GGML_STATUS_SUCCESS;
 
+    enum ggml_status st;
 err_status:
+    /* out of memory: callers may retry smaller, so the failure leaves the slots as they were */
     ggmlx_log(GGML_LOG_LEVEL_ERROR, "%s: failed to allocate the graph's buffers\n", func);
+    char saved[512];
+    const bool had_error = ggmlx_error_save(saved, sizeof saved);
+    slots_restore(sched, c, had);
+    if (had_error) {
+        ggmlx_error_restore(saved);
+    }
+    st = GGML_STATUS_ALLOC_FAILED;
+    goto out;
 err:
+    /* the graph itself cannot be scheduled (an op no backend runs, a weight on a foreign device) */
+    st = GGML_STATUS_FAILED;
+out:
     if (span >= 0) {
         ggmlx_sched_trace_end(sched->trace, span, NULL);
     }
     sched->is_reset = false;
-    return false;
+    return st;
 }
 
 /* ---- reserve -------------------------------------------------------------------------------- */

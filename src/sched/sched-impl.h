@@ -222,7 +222,7 @@ void ggmlx_sched_clear_assignments(struct ggml_backend_sched * sched);
 void ggmlx_sched_wait_slot(struct ggml_backend_sched * sched, int c);
 /* Every queue idle, all slots free (host wait, counted unless counted == false). */
 void ggmlx_sched_sync_all(struct ggml_backend_sched * sched, bool counted);
-bool ggmlx_sched_alloc(struct ggml_backend_sched * sched, struct ggml_cgraph * graph, const char * func);
+enum ggml_status ggmlx_sched_alloc(struct ggml_backend_sched * sched, struct ggml_cgraph * graph, const char * func);
 bool ggmlx_sched_reserve(struct ggml_backend_sched * sched, struct ggml_cgraph * graph, size_t * sizes_only,
                          const char * func);
 void ggmlx_sched_free_slots(struct ggml_backend_sched * sched);

@@ -400,14 +400,19 @@ ggml_backend_t ggml_backend_sched_get_tensor_backend(ggml_backend_sched_t sched,
     return id >= 0 ? sched->backends[id] : NULL;
 }
 
-void ggml_backend_sched_reset(ggml_backend_sched_t sched) {
-    CHECK_SCHED(NOTHING);
+/* reset's work without touching the thread's error: reserve resets after a failure too */
+static void sched_reset(struct ggml_backend_sched * sched) {
     if (!sched->is_reset) {
         sched->n_pins = 0;
         ggmlx_sched_clear_assignments(sched);
     }
     sched->is_alloc = false;
     sched->is_reset = true;
+}
+
+void ggml_backend_sched_reset(ggml_backend_sched_t sched) {
+    CHECK_SCHED(NOTHING);
+    sched_reset(sched);
     ggmlx_ok();
 }
 
@@ -456,7 +461,7 @@ bool ggml_backend_sched_alloc_graph(ggml_backend_sched_t sched, struct ggml_cgra
         ggmlx_error(__func__, "another graph is allocated: call ggml_backend_sched_reset first");
         return false;
     }
-    if (!ggmlx_sched_alloc(sched, graph, __func__)) {
+    if (ggmlx_sched_alloc(sched, graph, __func__) != GGML_STATUS_SUCCESS) {
         return false;
     }
     ggmlx_ok();
@@ -474,10 +479,11 @@ enum ggml_status ggml_backend_sched_graph_compute_async(ggml_backend_sched_t sch
     }
     if (!sched->is_alloc) {
         if (!sched->is_reset) {
-            ggml_backend_sched_reset(sched);
+            sched_reset(sched);
         }
-        if (!ggmlx_sched_alloc(sched, graph, __func__)) {
-            return GGML_STATUS_ALLOC_FAILED;
+        const enum ggml_status st = ggmlx_sched_alloc(sched, graph, __func__);
+        if (st != GGML_STATUS_SUCCESS) {
+            return st;
         }
     }
     const enum ggml_status st = ggmlx_sched_compute_splits(sched);
@@ -500,6 +506,8 @@ void ggml_backend_sched_synchronize(ggml_backend_sched_t sched) {
 enum ggml_status ggml_backend_sched_graph_compute(ggml_backend_sched_t sched, struct ggml_cgraph * graph) {
     CHECK_SCHED(GGML_STATUS_FAILED);
     enum ggml_status st = ggml_backend_sched_graph_compute_async(sched, graph);
+    char saved[512];
+    const bool failed = st != GGML_STATUS_SUCCESS && ggmlx_error_save(saved, sizeof saved);
     ggmlx_sched_sync_all(sched, false);
     /* errors of queued work are sticky per queue (docs/async.md rule 8): report and clear them once */
     for (int b = 0; b < sched->n_backends; b++) {
@@ -514,6 +522,8 @@ enum ggml_status ggml_backend_sched_graph_compute(ggml_backend_sched_t sched, st
     }
     if (st == GGML_STATUS_SUCCESS) {
         ggmlx_ok();
+    } else if (failed) {
+        ggmlx_error_restore(saved); /* synchronizing cleared it */
     }
     return st;
 }
@@ -524,7 +534,7 @@ bool ggml_backend_sched_reserve(ggml_backend_sched_t sched, struct ggml_cgraph *
         return false;
     }
     const bool ok = ggmlx_sched_reserve(sched, measure_graph, NULL, __func__);
-    ggml_backend_sched_reset(sched);
+    sched_reset(sched);
     if (ok) {
         ggmlx_ok();
     }
@@ -542,7 +552,7 @@ void ggml_backend_sched_reserve_size(ggml_backend_sched_t sched, struct ggml_cgr
         return;
     }
     const bool ok = ggmlx_sched_reserve(sched, measure_graph, sizes, __func__);
-    ggml_backend_sched_reset(sched);
+    sched_reset(sched);
     if (ok) {
         ggmlx_ok();
     }
