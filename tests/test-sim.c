@@ -527,6 +527,71 @@ Test(sim, set_get_memset_clear_and_2d_go_through_the_buffer, .init = two_devices
     ggml_free(ctx);
 }
 
+/*
+ * A view of the middle 2 x 3 block of a 6 x 4 matrix has other data between its rows. Copying
+ * one such view into another (same layout) must move the view's 6 values and leave every other
+ * value of the destination matrix as it was, on each path: SIM0 -> SIM1 (through the host),
+ * host -> SIM0, SIM0 -> host, and copy_async SIM1 -> SIM0.
+ */
+static struct ggml_tensor * middle_view(struct ggml_context * ctx, struct ggml_tensor * m) {
+    return ggml_view_2d(ctx, m, 3, 2, m->nb[1], 1 * m->nb[1] + 2 * sizeof(float));
+}
+
+static void expect_view_copied(struct ggml_tensor * dm, float dst_base, float src_base, const char * what) {
+    float v[24];
+    ggml_backend_tensor_get(dm, v, 0, sizeof v);
+    for (int r = 0; r < 4; r++) {
+        for (int c = 0; c < 6; c++) {
+            const bool in_view = r >= 1 && r < 3 && c >= 2 && c < 5;
+            const float want = (in_view ? src_base : dst_base) + (float) (r * 6 + c);
+            cr_assert_eq(v[r * 6 + c], want, "%s: [%d][%d] = %g, want %g (%s the view)", what, r, c, v[r * 6 + c],
+                         want, in_view ? "in" : "outside");
+        }
+    }
+}
+
+Test(sim, copies_of_a_view_with_gaps_leave_the_data_between_its_rows, .init = two_devices) {
+    struct ggml_context * c0 = new_ctx(), * c1 = new_ctx(), * ch = new_ctx();
+    struct ggml_tensor * m0 = ggml_new_tensor_2d(c0, GGML_TYPE_F32, 6, 4);
+    struct ggml_tensor * m1 = ggml_new_tensor_2d(c1, GGML_TYPE_F32, 6, 4);
+    struct ggml_tensor * mh = ggml_new_tensor_2d(ch, GGML_TYPE_F32, 6, 4);
+    ggml_backend_buffer_t b0 = alloc_on(c0, sim_dev(0)), b1 = alloc_on(c1, sim_dev(1));
+    ggml_backend_buffer_t bh = ggml_backend_alloc_ctx_tensors_from_buft(ch, ggml_backend_cpu_buffer_type());
+    cr_assert_not_null(bh);
+    struct ggml_tensor * v0 = middle_view(c0, m0), * v1 = middle_view(c1, m1), * vh = middle_view(ch, mh);
+    cr_assert(v0->buffer == b0 && v1->buffer == b1 && vh->buffer == bh, "views of allocated tensors are placed");
+
+    set_all(m0, 100.0f);
+    set_all(m1, 200.0f);
+    ggml_backend_tensor_copy(v0, v1);
+    cr_assert_null(ggmlx_last_error(), "%s", last_error());
+    expect_view_copied(m1, 200.0f, 100.0f, "SIM0 -> SIM1");
+
+    set_all(mh, 300.0f);
+    ggml_backend_tensor_copy(vh, v0);
+    expect_view_copied(m0, 100.0f, 300.0f, "host -> SIM0");
+
+    set_all(m0, 400.0f);
+    ggml_backend_tensor_copy(v0, vh);
+    expect_view_copied(mh, 300.0f, 400.0f, "SIM0 -> host");
+
+    ggml_backend_t s0 = sim(0), s1 = sim(1);
+    set_all(m1, 500.0f);
+    ggml_backend_tensor_copy_async(s1, s0, v1, v0);
+    ggml_backend_synchronize(s0);
+    cr_assert_null(ggmlx_last_error(), "%s", last_error());
+    expect_view_copied(m0, 400.0f, 500.0f, "copy_async SIM1 -> SIM0");
+
+    ggml_backend_free(s0);
+    ggml_backend_free(s1);
+    ggml_backend_buffer_free(b0);
+    ggml_backend_buffer_free(b1);
+    ggml_backend_buffer_free(bh);
+    ggml_free(c0);
+    ggml_free(c1);
+    ggml_free(ch);
+}
+
 Test(sim, blocking_copies_between_sim_devices_and_the_host, .init = two_devices) {
     struct ggml_context * c0 = new_ctx(), * c1 = new_ctx(), * ch = new_ctx();
     struct ggml_tensor * a = vec(c0, 32, "a"), * b = vec(c1, 32, "b"), * h = vec(ch, 32, "h");

@@ -21,6 +21,14 @@ bool ggmlx_same_layout(const struct ggml_tensor * a, const struct ggml_tensor * 
     return true;
 }
 
+bool ggmlx_has_gaps(const struct ggml_tensor * t) {
+    size_t own = ggml_row_size(t->type, t->ne[0]);
+    for (int i = 1; i < GGML_MAX_DIMS; i++) {
+        own *= (size_t) t->ne[i];
+    }
+    return own != 0 && ggml_nbytes(t) > own;
+}
+
 enum ggmlx_io_check ggmlx_check_tensor_io(const char * func, const struct ggml_tensor * tensor, const void * host,
                                           bool need_host, size_t offset, size_t size, size_t n_copies,
                                           size_t stride_tensor, size_t stride_data, ggml_backend_buffer_t * buf_out) {

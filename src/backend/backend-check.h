@@ -30,6 +30,12 @@ enum ggmlx_io_check ggmlx_check_tensor_io(const char * func, const struct ggml_t
 /* same type, shape and strides */
 bool ggmlx_same_layout(const struct ggml_tensor * a, const struct ggml_tensor * b);
 
+/*
+ * true when t's bytes span more than its elements (a view of part of a tensor, with other data
+ * between its rows): a copy of ggml_nbytes(t) bytes from its start would overwrite that data.
+ */
+bool ggmlx_has_gaps(const struct ggml_tensor * t);
+
 /* tensor has a buffer and data (its view source's, for a view) */
 bool ggmlx_tensor_is_allocated(const struct ggml_tensor * t);
 

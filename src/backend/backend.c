@@ -315,7 +315,8 @@ void ggml_backend_tensor_copy_async(ggml_backend_t backend_src, ggml_backend_t b
         return;
     }
     ggmlx_ok();
-    if (backend_dst->iface.cpy_tensor_async != NULL &&
+    /* a backend's own copy moves the whole span; a gapped view goes run by run (tensor_copy) */
+    if (!ggmlx_has_gaps(src) && backend_dst->iface.cpy_tensor_async != NULL &&
         backend_dst->iface.cpy_tensor_async(backend_src, backend_dst, src, dst)) {
         return;
     }

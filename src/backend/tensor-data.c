@@ -102,6 +102,76 @@ bool ggml_backend_buffer_copy_tensor(const struct ggml_tensor * src, struct ggml
     return dst_buf->iface.cpy_tensor(dst_buf, src, dst);
 }
 
+/* a gapped view's packed runs of bytes: run bytes each, at the offsets run_at() gives */
+struct runs {
+    size_t  run;
+    int64_t n[GGML_MAX_DIMS];  /* runs along each dim (1 for the dims folded into a run) */
+    size_t  nb[GGML_MAX_DIMS];
+    int64_t count;
+};
+
+static struct runs runs_of(const struct ggml_tensor * t) {
+    struct runs r = { 0 };
+    int first = 0;
+    if (t->nb[0] == ggml_type_size(t->type)) {
+        r.run = ggml_row_size(t->type, t->ne[0]);
+        first = 1;
+        while (first < GGML_MAX_DIMS && t->nb[first] == r.run) {
+            r.run *= (size_t) t->ne[first++];
+        }
+    } else {
+        r.run = ggml_type_size(t->type); /* one block (element) at a time */
+    }
+    r.count = 1;
+    for (int i = 0; i < GGML_MAX_DIMS; i++) {
+        r.n[i]  = i < first ? 1 : (i == 0 ? t->ne[0] / ggml_blck_size(t->type) : t->ne[i]);
+        r.nb[i] = t->nb[i];
+        r.count *= r.n[i];
+    }
+    return r;
+}
+
+static size_t run_at(const struct runs * r, int64_t k) {
+    size_t off = 0;
+    for (int i = 0; i < GGML_MAX_DIMS; i++) {
+        off += (size_t) (k % r->n[i]) * r->nb[i];
+        k /= r->n[i];
+    }
+    return off;
+}
+
+/*
+ * src and dst share a layout with gaps (views of parts of tensors): only the views' own bytes
+ * move, run by run, so the data between their rows stays as it was (upstream copies the span).
+ */
+static void copy_gapped(const struct ggml_tensor * src, struct ggml_tensor * dst) {
+    static const char * func = "ggml_backend_tensor_copy";
+    const struct runs r = runs_of(src);
+    const bool src_host = ggml_backend_buffer_is_host(ggmlx_tensor_buffer(src));
+    const bool dst_host = ggml_backend_buffer_is_host(ggmlx_tensor_buffer(dst));
+    char * tmp = NULL;
+    if (!src_host && !dst_host) {
+        tmp = malloc(ggml_nbytes(src));
+        if (tmp == NULL) {
+            ggmlx_error(func, "out of host memory for a %zu-byte staging copy", ggml_nbytes(src));
+            return;
+        }
+        for (int64_t k = 0; k < r.count && ggmlx_last_error() == NULL; k++) {
+            ggml_backend_tensor_get(src, tmp + run_at(&r, k), run_at(&r, k), r.run);
+        }
+    }
+    const char * from = src_host ? (const char *) src->data : tmp;
+    for (int64_t k = 0; k < r.count && ggmlx_last_error() == NULL; k++) {
+        const size_t off = run_at(&r, k);
+        if (from != NULL) {
+            ggml_backend_tensor_set(dst, from + off, off, r.run);
+        } else {
+            ggml_backend_tensor_get(src, (char *) dst->data + off, off, r.run);
+        }
+    }
+    free(tmp);
+}
+
 void ggml_backend_tensor_copy(const struct ggml_tensor * src, struct ggml_tensor * dst) {
     if (src == NULL || dst == NULL) {
         ggmlx_error(__func__, "%s is NULL", src == NULL ? "src" : "dst");
@@ -120,6 +190,11 @@ void ggml_backend_tensor_copy(const struct ggml_tensor * src, struct ggml_tensor
     const size_t nbytes = ggml_nbytes(src);
     if (src == dst || nbytes == 0) {
         ggmlx_ok();
+        return;
+    }
+    if (ggmlx_has_gaps(src)) {
+        ggmlx_ok();
+        copy_gapped(src, dst);
         return;
     }
     ggml_backend_buffer_t src_buf = ggmlx_tensor_buffer(src);
