@@ -10,6 +10,8 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 static struct ggml_context * ctx;
 
@@ -215,6 +217,23 @@ Test(errors, null_handles_in_queries_do_not_crash) {
 }
 
 Test(errors, on_error_abort_restores_upstream_behaviour, .signal = SIGABRT) {
+    setenv("GGMLX_ON_ERROR", "abort", 1);
+    ggml_relu(ctx, NULL);
+}
+
+/*
+ * An abort goes through the callback set with ggml_set_abort_callback, with the message, before
+ * abort(): this callback checks the message and leaves with its own exit code, so the test
+ * passes only if the callback ran (and saw the error) instead of a bare SIGABRT.
+ */
+static void abort_callback_exits_with_42(const char * message) {
+    _exit(message != NULL && strstr(message, "ggml_relu") != NULL && strstr(message, "GGMLX_ON_ERROR=abort") != NULL
+              ? 42
+              : 1);
+}
+
+Test(errors, an_abort_calls_the_abort_callback_with_the_message, .exit_code = 42) {
+    cr_assert_null(ggml_set_abort_callback(abort_callback_exits_with_42), "no callback is set at first");
     setenv("GGMLX_ON_ERROR", "abort", 1);
     ggml_relu(ctx, NULL);
 }
