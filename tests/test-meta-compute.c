@@ -472,3 +472,59 @@ static void transpose_scale_back_ref(const double * y, double * out) {
 Test(meta_compute, transpose_there_and_back) {
     check_after_rows_split(transpose_scale_back, transpose_scale_back_ref, "transpose, scale, transpose");
 }
+
+/*
+ * Two names of one partial sum P = w x (w split along K): a view V of P made before P is
+ * reduced. Whichever is reduced first, the other must not be reduced again (its values would
+ * be added up n times over): (a) V = P as one row, sqr(P) then sqr(V); (b) V = the first half of
+ * P's columns, sqr(V) then sqr(P). One reduction of all of P, and both results are the squares.
+ */
+static void check_two_names_of_a_partial_sum(size_t n_devs, bool half_view_first) {
+    float w[MM_K * MM_N], x[MM_K * MM_M];
+    mm_fill(w, x);
+    struct meta_run r;
+    meta_run_weights(&r, n_devs, &g_tab, split_even(0, n_devs, MM_K), MM_K, MM_N, w);
+    struct ggml_tensor * xt = ggml_new_tensor_2d(r.gctx, GGML_TYPE_F32, MM_K, MM_M);
+    ggml_set_name(xt, "x");
+    ggml_set_input(xt);
+    struct ggml_tensor * prod = ggml_mul_mat(r.gctx, r.w, xt);
+    struct ggml_tensor * v = half_view_first ? ggml_view_2d(r.gctx, prod, MM_N, 1, prod->nb[1], 0)
+                                             : ggml_reshape_1d(r.gctx, prod, MM_N * MM_M);
+    struct ggml_tensor * sq_p = ggml_sqr(r.gctx, prod);
+    struct ggml_tensor * sq_v = ggml_sqr(r.gctx, v);
+    ggml_set_output(sq_p);
+    ggml_set_output(sq_v);
+    r.gf = ggml_new_graph(r.gctx);
+    ggml_build_forward_expand(r.gf, v); /* V's node comes before any reduction */
+    ggml_build_forward_expand(r.gf, half_view_first ? sq_v : sq_p);
+    ggml_build_forward_expand(r.gf, half_view_first ? sq_p : sq_v);
+    r.ga = ggml_gallocr_new(ggml_backend_dev_buffer_type(r.meta));
+    cr_assert(ggml_gallocr_alloc_graph(r.ga, r.gf), "gallocr: %s", last_err());
+    ggml_backend_tensor_set(xt, x, 0, sizeof x);
+    ggmlx_meta_reset_stats(r.be);
+    cr_assert_eq(ggml_backend_graph_compute(r.be, r.gf), GGML_STATUS_SUCCESS, "%s", last_err());
+    float yp[MM_N * MM_M], yv[MM_N * MM_M];
+    ggml_backend_tensor_get(sq_p, yp, 0, ggml_nbytes(sq_p));
+    ggml_backend_tensor_get(sq_v, yv, 0, ggml_nbytes(sq_v));
+    for (int m = 0; m < MM_M; m++) {
+        for (int n = 0; n < MM_N; n++) {
+            const double y = mm_ref(w, x, n, m);
+            cr_assert_float_eq(yp[m * MM_N + n], y * y, 1e-5, "%zu devices, sqr(P)[%d, %d]", n_devs, n, m);
+            if (!half_view_first || m == 0) {
+                cr_assert_float_eq(yv[m * MM_N + n], y * y, 1e-5, "%zu devices, sqr(V)[%d, %d]", n_devs, n, m);
+            }
+        }
+    }
+    struct ggmlx_meta_stats st;
+    cr_assert(ggmlx_meta_get_stats(r.be, &st), "%s", last_err());
+    cr_assert_eq(st.n_allreduce_generic, 1, "%zu devices: P is reduced once, all of it", n_devs);
+    cr_assert_eq(st.bytes_reduced, sizeof(float) * MM_N * MM_M);
+    meta_run_free(&r);
+}
+
+Test(meta_compute, a_view_of_a_partial_sum_is_not_reduced_twice) {
+    for (size_t n = 2; n <= 3; n++) {
+        check_two_names_of_a_partial_sum(n, false);
+        check_two_names_of_a_partial_sum(n, true);
+    }
+}

@@ -333,7 +333,32 @@ static bool tmp_reserve(struct meta_backend * mb, size_t size) {
     return true;
 }
 
+static bool is_partial(const struct pass * p, const struct slot * s) {
+    return p->pool[s->split].axis == GGML_BACKEND_SPLIT_AXIS_PARTIAL;
+}
+
+/* true when s is root or views it through a chain of view ops */
+static bool views_into(const struct pass * p, const struct slot * s, const struct slot * root) {
+    for (;;) {
+        if (s == root) {
+            return true;
+        }
+        if (s->parent < 0) {
+            return false;
+        }
+        s = &p->slots[s->parent];
+    }
+}
+
 static bool reduce_slot(struct pass * p, struct slot * sl) {
+    /*
+     * A view of a partial sum is reduced through the tensor it views, all of it: reducing the
+     * view alone would leave the other names of that memory partial, and a later reduction of
+     * one of them would add the view's values up a second time.
+     */
+    while (sl->parent >= 0 && is_partial(p, &p->slots[sl->parent])) {
+        sl = &p->slots[sl->parent];
+    }
     if (!flush(p)) {
         return false;
     }
@@ -375,11 +400,17 @@ static bool reduce_slot(struct pass * p, struct slot * sl) {
     if (mi < 0) {
         return fail(p, GGML_STATUS_FAILED, "out of host memory");
     }
-    /* the memory is whole now, under every name that views all of it */
+    /* the memory is whole now, under every name of it: the parents that view all of it, and
+     * every view made of it so far */
     for (struct slot * s = sl;; s = &p->slots[s->parent]) {
         s->split = mi;
         if (s->parent < 0 || ggml_nbytes(p->slots[s->parent].t) != ggml_nbytes(s->t)) {
             break;
+        }
+    }
+    for (size_t i = 0; i < p->n_slots; i++) {
+        if (is_partial(p, &p->slots[i]) && views_into(p, &p->slots[i], sl)) {
+            p->slots[i].split = mi;
         }
     }
     return true;
