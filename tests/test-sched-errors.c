@@ -46,18 +46,23 @@ struct tiny {
     struct ggml_tensor  * x, * y;
 };
 
-static struct tiny tiny_new(void) {
+/* y = 2 x over n values, or (to_q8) x copied into Q8_0, which no backend of (SIM0, CPU) runs */
+static struct tiny tiny_with(int64_t n, bool to_q8) {
     struct ggml_init_params p = { 8 * ggml_tensor_overhead() + ggml_graph_overhead(), NULL, true };
     struct tiny t;
     t.ctx = ggml_init(p);
     cr_assert_not_null(t.ctx);
-    t.x = ggml_new_tensor_1d(t.ctx, GGML_TYPE_F32, 4);
+    t.x = ggml_new_tensor_1d(t.ctx, GGML_TYPE_F32, n);
     ggml_set_input(t.x);
-    t.y = ggml_scale(t.ctx, t.x, 2.0f);
+    t.y = to_q8 ? ggml_cpy(t.ctx, t.x, ggml_new_tensor_1d(t.ctx, GGML_TYPE_Q8_0, n)) : ggml_scale(t.ctx, t.x, 2.0f);
     ggml_set_output(t.y);
     t.gf = ggml_new_graph(t.ctx);
     ggml_build_forward_expand(t.gf, t.y);
     return t;
+}
+
+static struct tiny tiny_new(void) {
+    return tiny_with(4, false);
 }
 
 /* the scheduler still computes y = 2 x right */
@@ -427,18 +432,9 @@ Test(sched_errors, a_split_refused_at_enqueue_fails_with_a_message) {
 
 /* ---- failures keep their message, their kind, and no memory ----------------------------------- */
 
-/* y = x copied into Q8_0: no backend of (SIM0, CPU) runs that copy */
+/* the Q8_0 graph, after checking that neither backend has learnt to run it */
 static struct tiny unschedulable_new(ggml_backend_t * be) {
-    struct ggml_init_params p = { 8 * ggml_tensor_overhead() + ggml_graph_overhead(), NULL, true };
-    struct tiny t;
-    t.ctx = ggml_init(p);
-    cr_assert_not_null(t.ctx);
-    t.x = ggml_new_tensor_1d(t.ctx, GGML_TYPE_F32, 64);
-    ggml_set_input(t.x);
-    t.y = ggml_cpy(t.ctx, t.x, ggml_new_tensor_1d(t.ctx, GGML_TYPE_Q8_0, 64));
-    ggml_set_output(t.y);
-    t.gf = ggml_new_graph(t.ctx);
-    ggml_build_forward_expand(t.gf, t.y);
+    struct tiny t = tiny_with(64, true);
     for (int b = 0; b < 2; b++) {
         cr_assert_not(ggml_backend_supports_op(be[b], t.y), "%s now runs F32 -> Q8_0 copies: pick another op",
                       ggml_backend_name(be[b]));
@@ -474,18 +470,9 @@ Test(sched_errors, a_graph_no_backend_runs_is_failed_not_alloc_failed) {
     env_free(&e);
 }
 
-/* y = 2 x over n values, x an input placed on SIM0 (its slot) and y in SIM0's compute buffer */
+/* y = 2 x over n values, x pinned to SIM0 (its input slot there) and y in SIM0's compute buffer */
 static struct tiny on_sim_new(ggml_backend_sched_t s, ggml_backend_t sim, int64_t n) {
-    struct ggml_init_params p = { 8 * ggml_tensor_overhead() + ggml_graph_overhead(), NULL, true };
-    struct tiny t;
-    t.ctx = ggml_init(p);
-    cr_assert_not_null(t.ctx);
-    t.x = ggml_new_tensor_1d(t.ctx, GGML_TYPE_F32, n);
-    ggml_set_input(t.x);
-    t.y = ggml_scale(t.ctx, t.x, 2.0f);
-    ggml_set_output(t.y);
-    t.gf = ggml_new_graph(t.ctx);
-    ggml_build_forward_expand(t.gf, t.y);
+    struct tiny t = tiny_with(n, false);
     ggml_backend_sched_reset(s);
     ggml_backend_sched_set_tensor_backend(s, t.x, sim);
     return t;
