@@ -250,6 +250,34 @@ Test(gallocr_reuse, never_in_place_over_an_output) {
     ggml_gallocr_free(ga);
 }
 
+/*
+ * An output that is a view (v of p) keeps the memory it views: after v's last consumer ran, p
+ * is neither freed for a later node (r) nor taken over in place (w). Upstream frees p here.
+ */
+Test(gallocr_reuse, an_output_view_keeps_the_memory_it_views) {
+    ggml_gallocr_t ga = ggml_gallocr_new(cpu());
+    struct ggml_tensor * x = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, 8, 4);
+    ggml_set_input(x);
+    struct ggml_tensor * p = ggml_scale(ctx, x, 2.0f);
+    struct ggml_tensor * v = ggml_view_2d(ctx, p, 8, 4, p->nb[1], 0);
+    ggml_set_output(v);
+    struct ggml_tensor * w = ggml_scale(ctx, v, 3.0f);
+    struct ggml_tensor * r = ggml_cont(ctx, ggml_transpose(ctx, w));
+    ggml_set_output(r);
+    struct ggml_cgraph * g = ggml_new_graph(ctx);
+    ggml_build_forward_expand(g, v);
+    ggml_build_forward_expand(g, r);
+    cr_assert(ggml_gallocr_alloc_graph(ga, g));
+    cr_assert_not(overlap(w, p), "w must not take over the memory the output v views");
+    cr_assert_not(overlap(r, p), "r must not get the memory the output v views");
+    fill(x, 1.0f);
+    cr_assert_eq(run(g), GGML_STATUS_SUCCESS);
+    for (int64_t i = 0; i < 32; i += 5) {
+        cr_assert_float_eq(at(v, i), 2.0f * (1.0f + (float) i / 64.0f), 1e-6, "v[%lld]", (long long) i);
+    }
+    ggml_gallocr_free(ga);
+}
+
 Test(gallocr_reuse, never_in_place_over_an_input) {
     ggml_gallocr_t ga = ggml_gallocr_new(cpu());
     struct ggml_tensor * x = vec(N, "x");

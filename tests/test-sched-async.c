@@ -309,6 +309,100 @@ Test(sched_async, input_in_the_callers_buffer_may_be_rewritten_once_compute_asyn
     net_free(&n);
 }
 
+/*
+ * A scheduler over the CPU alone, computations enqueued without synchronize, each graph larger
+ * than the last: the compute buffer must grow, and the old one may not be freed while the
+ * queued computation still writes it. With the CPU queue held, the larger graph's alloc_graph
+ * has to wait (on a helper thread) until the queue is released; both results are right.
+ */
+struct grow_step {
+    struct ggml_context * ctx;
+    struct ggml_cgraph  * g;
+    struct ggml_tensor  * x, * y;
+    float               * in, * out;
+    int64_t               n;
+};
+
+static void grow_step_build(struct grow_step * st, int64_t n) {
+    struct ggml_init_params p = { 8 * ggml_tensor_overhead() + ggml_graph_overhead(), NULL, true };
+    st->n   = n;
+    st->ctx = ggml_init(p);
+    cr_assert_not_null(st->ctx);
+    st->x = ggml_new_tensor_1d(st->ctx, GGML_TYPE_F32, n);
+    ggml_set_input(st->x);
+    st->y = ggml_scale(st->ctx, ggml_sqr(st->ctx, st->x), 0.5f);
+    ggml_set_output(st->y);
+    st->g = ggml_new_graph(st->ctx);
+    ggml_build_forward_expand(st->g, st->y);
+    st->in  = malloc((size_t) n * sizeof(float));
+    st->out = malloc((size_t) n * sizeof(float));
+    cr_assert(st->in != NULL && st->out != NULL);
+    for (int64_t i = 0; i < n; i++) {
+        st->in[i]  = (float) (i % 29) - 14.0f;
+        st->out[i] = SENTINEL;
+    }
+}
+
+struct grow_job {
+    ggml_backend_sched_t sched;
+    ggml_backend_t       cpu;
+    struct grow_step   * st;
+    const char         * failed;
+};
+
+static void grow_enqueue(ggml_backend_sched_t sched, ggml_backend_t cpu, struct grow_step * st, const char ** failed) {
+    ggml_backend_sched_reset(sched);
+    if (!ggml_backend_sched_alloc_graph(sched, st->g)) {
+        *failed = "alloc_graph";
+        return;
+    }
+    ggml_backend_tensor_set(st->x, st->in, 0, ggml_nbytes(st->x));
+    if (ggml_backend_sched_graph_compute_async(sched, st->g) != GGML_STATUS_SUCCESS) {
+        *failed = "graph_compute_async";
+        return;
+    }
+    ggml_backend_tensor_get_async(cpu, st->y, st->out, 0, ggml_nbytes(st->y));
+}
+
+static void grow_job_fn(void * p) {
+    struct grow_job * j = p;
+    grow_enqueue(j->sched, j->cpu, j->st, &j->failed);
+}
+
+Test(sched_async, cpu_only_scheduler_grows_its_buffer_only_after_the_queued_computation) {
+    ggml_backend_t be = cpu();
+    ggml_backend_sched_t sched = ggml_backend_sched_new(&be, NULL, 1, 64, true, false);
+    cr_assert_not_null(sched, "%s", last_error());
+    struct grow_step st[2];
+    grow_step_build(&st[0], (int64_t) 1 << 16);
+    grow_step_build(&st[1], (int64_t) 1 << 18);
+    cr_assert(ggmlx_backend_queue_hold(be));
+    struct grow_job job0 = { sched, be, &st[0], NULL };
+    grow_job_fn(&job0);
+    cr_assert_null(job0.failed, "computation 0: %s failed: %s", job0.failed, last_error());
+    struct grow_job job1 = { sched, be, &st[1], NULL };
+    struct helper * h = start_helper(grow_job_fn, &job1);
+    nap_us(100000);
+    cr_assert_not(atomic_load(&h->done), "the larger graph was allocated while computation 0, which writes the "
+                                         "old compute buffer, was held in the queue");
+    ggmlx_backend_queue_release(be);
+    cr_assert(helper_done_within(h, 10000), "alloc_graph still blocked after the release");
+    cr_assert_null(job1.failed, "computation 1: %s failed: %s", job1.failed, last_error());
+    ggml_backend_sched_synchronize(sched);
+    for (int k = 0; k < 2; k++) {
+        for (int64_t i = 0; i < st[k].n; i++) {
+            const float want = 0.5f * st[k].in[i] * st[k].in[i];
+            cr_assert_eq(st[k].out[i], want, "computation %d: y[%lld] = %g, want %g", k, (long long) i, st[k].out[i],
+                         want);
+        }
+        free(st[k].in);
+        free(st[k].out);
+        ggml_free(st[k].ctx);
+    }
+    ggml_backend_sched_free(sched);
+    ggml_backend_free(be);
+}
+
 /* ---- pipeline parallelism ------------------------------------------------------------------ */
 
 /*

@@ -232,7 +232,8 @@ static void consumed(struct sim * s, const struct ggml_tensor * node) {
             release(s, p);
             continue;
         }
-        if (!pe->view_counted) {
+        /* an output view is read after the graph ran: it holds what it views to the end */
+        if (!pe->view_counted || (p->flags & GGML_TENSOR_FLAG_OUTPUT)) {
             continue;
         }
         pe->view_counted = false;

@@ -328,7 +328,7 @@ bool ggml_gallocr_alloc_graph(ggml_gallocr_t galloc, struct ggml_cgraph * graph)
         return false;
     }
     if (!plan_matches(galloc, graph)) {
-        if (galloc->n_bufs > 1) {
+        if (galloc->n_bufs > 1 || galloc->no_auto_reserve) {
             /* expected by the scheduler, which then reserves with the buffer ids: not an error */
             ggmlx_log(GGML_LOG_LEVEL_DEBUG, "%s: graph differs from the reserved one; with %d buffers call "
                       "ggml_gallocr_reserve_n first\n", __func__, galloc->n_bufs);

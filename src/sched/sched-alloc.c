@@ -181,6 +181,8 @@ static void own_cb(ggml_backend_buffer_t buffer, void * user) {
 }
 
 static bool alloc_compute_fp(struct ggml_backend_sched * sched, struct ggml_cgraph * a, const char * func) {
+    /* with one backend the allocator would grow its buffer itself, under queued work */
+    sched->galloc->no_auto_reserve = true;
     ggmlx_clear_last_error();
     if (!ggml_gallocr_alloc_graph(sched->galloc, a)) {
         if (ggmlx_last_error() != NULL) {
