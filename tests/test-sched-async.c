@@ -403,6 +403,87 @@ Test(sched_async, cpu_only_scheduler_grows_its_buffer_only_after_the_queued_comp
     ggml_backend_free(be);
 }
 
+/*
+ * An input in the caller's own CPU buffer that a CPU split reads in place: upstream's CPU
+ * backend computes before compute_async returns, so callers rewrite such an input after the
+ * next alloc_graph. With the CPU queue held, that alloc_graph (on a helper thread) must wait
+ * until computation 0 ran; both computations see their own input.
+ */
+struct reader_job {
+    ggml_backend_sched_t  sched;
+    ggml_backend_t        cpu;
+    struct ggml_cgraph  * g;
+    struct ggml_tensor  * x, * y;
+    const float         * in;
+    float               * out;
+    const char          * failed;
+};
+
+static void reader_job_fn(void * p) {
+    struct reader_job * j = p;
+    ggml_backend_sched_reset(j->sched);
+    if (!ggml_backend_sched_alloc_graph(j->sched, j->g)) {
+        j->failed = "alloc_graph";
+        return;
+    }
+    ggml_backend_tensor_set(j->x, j->in, 0, ggml_nbytes(j->x));
+    if (ggml_backend_sched_graph_compute_async(j->sched, j->g) != GGML_STATUS_SUCCESS) {
+        j->failed = "graph_compute_async";
+        return;
+    }
+    ggml_backend_tensor_get_async(j->cpu, j->y, j->out, 0, ggml_nbytes(j->y));
+}
+
+Test(sched_async, input_in_the_callers_buffer_read_in_place_is_rewritten_only_after_it_was_read) {
+    enum { N = 4096 };
+    ggml_backend_t be = cpu();
+    ggml_backend_sched_t sched = ggml_backend_sched_new(&be, NULL, 1, 64, true, false);
+    cr_assert_not_null(sched, "%s", last_error());
+    struct ggml_init_params xp = { ggml_tensor_overhead(), NULL, true };
+    struct ggml_context * xctx = ggml_init(xp);
+    struct ggml_tensor * x = ggml_new_tensor_1d(xctx, GGML_TYPE_F32, N);
+    ggml_set_input(x);
+    ggml_backend_buffer_t xbuf = ggml_backend_alloc_ctx_tensors(xctx, be);
+    cr_assert_not_null(xbuf, "%s", last_error());
+    struct ggml_init_params gp = { 4 * ggml_tensor_overhead() + ggml_graph_overhead(), NULL, true };
+    struct ggml_context * gctx = ggml_init(gp);
+    struct ggml_tensor * y = ggml_scale(gctx, x, 3.0f);
+    ggml_set_output(y);
+    struct ggml_cgraph * g = ggml_new_graph(gctx);
+    ggml_build_forward_expand(g, y);
+    static float in[2][N], out[2][N];
+    for (int k = 0; k < 2; k++) {
+        for (int i = 0; i < N; i++) {
+            in[k][i]  = (float) (k * 100 + i % 17);
+            out[k][i] = SENTINEL;
+        }
+    }
+    cr_assert(ggmlx_backend_queue_hold(be));
+    struct reader_job job0 = { sched, be, g, x, y, in[0], out[0], NULL };
+    reader_job_fn(&job0);
+    cr_assert_null(job0.failed, "computation 0: %s failed: %s", job0.failed, last_error());
+    struct reader_job job1 = { sched, be, g, x, y, in[1], out[1], NULL };
+    struct helper * h = start_helper(reader_job_fn, &job1);
+    nap_us(100000);
+    cr_assert_not(atomic_load(&h->done), "the input was handed back for rewriting while computation 0, which "
+                                         "reads it in place, was held in the queue");
+    ggmlx_backend_queue_release(be);
+    cr_assert(helper_done_within(h, 10000), "alloc_graph still blocked after the release");
+    cr_assert_null(job1.failed, "computation 1: %s failed: %s", job1.failed, last_error());
+    ggml_backend_sched_synchronize(sched);
+    for (int k = 0; k < 2; k++) {
+        for (int i = 0; i < N; i++) {
+            cr_assert_eq(out[k][i], 3.0f * in[k][i], "computation %d: y[%d] = %g, want %g", k, i, out[k][i],
+                         3.0f * in[k][i]);
+        }
+    }
+    ggml_backend_sched_free(sched);
+    ggml_free(gctx);
+    ggml_backend_buffer_free(xbuf);
+    ggml_free(xctx);
+    ggml_backend_free(be);
+}
+
 /* ---- pipeline parallelism ------------------------------------------------------------------ */
 
 /*

@@ -41,6 +41,27 @@ void ggmlx_sched_wait_slot(struct ggml_backend_sched * sched, int c) {
     ggmlx_sched_release_staging(sched, c, false);
 }
 
+/*
+ * The caller rewrites graph inputs after alloc_graph. Inputs in the caller's own memory that
+ * the last compute reads in place (a CPU split, say) must not change before that compute ran:
+ * upstream's CPU backend computes before returning, and loops rely on it.
+ */
+static void wait_caller_reads(struct ggml_backend_sched * sched) {
+    const int c = sched->caller_read_slot;
+    for (int b = 0; b < sched->n_backends && sched->caller_readers != 0; b++) {
+        if (!(sched->caller_readers & (1u << b))) {
+            continue;
+        }
+        if (sched->ev_slot[b][c] != NULL) {
+            ggml_backend_event_synchronize(sched->ev_slot[b][c]);
+        } else {
+            ggml_backend_synchronize(sched->backends[b]);
+        }
+        sched->stats.n_host_waits++;
+    }
+    sched->caller_readers = 0;
+}
+
 void ggmlx_sched_sync_all(struct ggml_backend_sched * sched, bool counted) {
     bool busy = false;
     for (int c = 0; c < GGMLX_SCHED_MAX_COPIES; c++) {
@@ -52,6 +73,7 @@ void ggmlx_sched_sync_all(struct ggml_backend_sched * sched, bool counted) {
         ggml_backend_synchronize(sched->backends[b]);
         sched->pending_read[b] = 0;
     }
+    sched->caller_readers = 0;
     for (int c = 0; c < GGMLX_SCHED_MAX_COPIES; c++) {
         ggmlx_sched_release_staging(sched, c, false);
     }
@@ -249,6 +271,7 @@ enum ggml_status ggmlx_sched_alloc(struct ggml_backend_sched * sched, struct ggm
     int span = sched->trace ? ggmlx_sched_trace_begin(sched->trace, sched->n_backends, NULL, "alloc", "host", -1, c) : -1;
 
     ggmlx_sched_wait_slot(sched, c);
+    wait_caller_reads(sched);
     const int split_span =
         sched->trace ? ggmlx_sched_trace_begin(sched->trace, sched->n_backends, NULL, "split_graph", "host", -1, c) : -1;
     const bool split_ok = ggmlx_sched_split(sched, g, func);

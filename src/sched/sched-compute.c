@@ -291,6 +291,26 @@ static enum ggml_status run_split(struct ggml_backend_sched * sched, const struc
     return st;
 }
 
+/* backends whose splits read a graph input in the caller's own memory in place (rewrites applied) */
+static uint32_t caller_input_readers(const struct ggml_backend_sched * sched) {
+    uint32_t mask = 0;
+    for (int s = 0; s < sched->n_splits; s++) {
+        const struct sched_split * sp = &sched->splits[s];
+        for (int i = sp->i_start; i < sp->i_end && !(mask & (1u << sp->backend)); i++) {
+            const struct ggml_tensor * node = sched->graph->nodes[i];
+            for (int j = 0; j < GGML_MAX_SRC; j++) {
+                const struct ggml_tensor * r = node->src[j];
+                r = r != NULL && r->view_src != NULL ? r->view_src : r;
+                if (r != NULL && (r->flags & GGML_TENSOR_FLAG_INPUT) && r->data != NULL &&
+                    !(r->flags & GGMLX_TENSOR_FLAG_SCHED_ALLOC)) {
+                    mask |= 1u << sp->backend;
+                }
+            }
+        }
+    }
+    return mask;
+}
+
 enum ggml_status ggmlx_sched_compute_splits(struct ggml_backend_sched * sched) {
     const int c    = sched->cur_copy;
     uint32_t  used = 0;
@@ -317,6 +337,8 @@ enum ggml_status ggmlx_sched_compute_splits(struct ggml_backend_sched * sched) {
             failed = s;
         }
     }
+    sched->caller_readers   = caller_input_readers(sched);
+    sched->caller_read_slot = c;
     ggmlx_sched_restore_rewrites(sched);
 
     /* even a stopped compute leaves the slot's events recorded: the next alloc can wait on them */

@@ -170,6 +170,11 @@ struct ggml_backend_sched {
     enum sched_copy_mode       copy_mode;
     bool                       slot_busy[GGMLX_SCHED_MAX_COPIES]; /* a compute of this slot may be queued */
     uint32_t                   slot_backends[GGMLX_SCHED_MAX_COPIES]; /* backends it used */
+    /* the last compute read inputs in the caller's own memory in place on these backends (of
+     * its slot caller_read_slot): the next alloc_graph, after which the caller rewrites inputs,
+     * waits for them */
+    uint32_t                   caller_readers;
+    int                        caller_read_slot;
 
     /* buffers the scheduler owns or owned (values only, never dereferenced once retired) */
     ggml_backend_buffer_t    * own_buffers;
