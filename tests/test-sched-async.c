@@ -218,6 +218,18 @@ Test(sched_async, source_held_the_destination_waits_for_it) {
  * alloc_graph must block until computation k is done, or the new input overwrites the old one
  * before SIM0 copied it.
  */
+/*
+ * fn(arg) on a helper thread while `held`'s queue is held: still blocked after 100 ms (else the
+ * test fails with `why`), and done within 10 s once the queue is released.
+ */
+static void expect_blocked_until_release(ggml_backend_t held, void (*fn)(void *), void * arg, const char * why) {
+    struct helper * h = start_helper(fn, arg);
+    nap_us(100000);
+    cr_assert_not(atomic_load(&h->done), "%s", why);
+    ggmlx_backend_queue_release(held);
+    cr_assert(helper_done_within(h, 10000), "still blocked after the release");
+}
+
 static void check_input_slot_reuse(bool parallel, int n_copies) {
     struct net n;
     net_init(&n, 2, parallel);
@@ -231,12 +243,10 @@ static void check_input_slot_reuse(bool parallel, int n_copies) {
     }
     clear_host(out[n_copies]);
     struct enqueue_job job = { .n = &n, .st = &st[n_copies], .k = n_copies, .out = out[n_copies] };
-    struct helper * h = start_helper(enqueue_job_fn, &job);
-    nap_us(100000);
-    cr_assert_not(atomic_load(&h->done), "computation %d was enqueued while computation 0, whose input slot it "
-                                         "takes, was held", n_copies);
-    ggmlx_backend_queue_release(n.backends[0]);
-    cr_assert(helper_done_within(h, 10000), "alloc_graph still blocked after the release");
+    char why[128];
+    snprintf(why, sizeof why, "computation %d was enqueued while computation 0, whose input slot it takes, was held",
+             n_copies);
+    expect_blocked_until_release(n.backends[0], enqueue_job_fn, &job, why);
     expect_job_ok(&job);
     ggml_backend_sched_synchronize(n.sched);
     for (int k = 0; k <= n_copies; k++) {
@@ -381,12 +391,9 @@ Test(sched_async, cpu_only_scheduler_grows_its_buffer_only_after_the_queued_comp
     grow_job_fn(&job0);
     cr_assert_null(job0.failed, "computation 0: %s failed: %s", job0.failed, last_error());
     struct grow_job job1 = { sched, be, &st[1], NULL };
-    struct helper * h = start_helper(grow_job_fn, &job1);
-    nap_us(100000);
-    cr_assert_not(atomic_load(&h->done), "the larger graph was allocated while computation 0, which writes the "
-                                         "old compute buffer, was held in the queue");
-    ggmlx_backend_queue_release(be);
-    cr_assert(helper_done_within(h, 10000), "alloc_graph still blocked after the release");
+    expect_blocked_until_release(be, grow_job_fn, &job1,
+                                 "the larger graph was allocated while computation 0, which writes the old compute "
+                                 "buffer, was held in the queue");
     cr_assert_null(job1.failed, "computation 1: %s failed: %s", job1.failed, last_error());
     ggml_backend_sched_synchronize(sched);
     for (int k = 0; k < 2; k++) {
@@ -463,12 +470,9 @@ Test(sched_async, input_in_the_callers_buffer_read_in_place_is_rewritten_only_af
     reader_job_fn(&job0);
     cr_assert_null(job0.failed, "computation 0: %s failed: %s", job0.failed, last_error());
     struct reader_job job1 = { sched, be, g, x, y, in[1], out[1], NULL };
-    struct helper * h = start_helper(reader_job_fn, &job1);
-    nap_us(100000);
-    cr_assert_not(atomic_load(&h->done), "the input was handed back for rewriting while computation 0, which "
-                                         "reads it in place, was held in the queue");
-    ggmlx_backend_queue_release(be);
-    cr_assert(helper_done_within(h, 10000), "alloc_graph still blocked after the release");
+    expect_blocked_until_release(be, reader_job_fn, &job1,
+                                 "the input was handed back for rewriting while computation 0, which reads it in "
+                                 "place, was held in the queue");
     cr_assert_null(job1.failed, "computation 1: %s failed: %s", job1.failed, last_error());
     ggml_backend_sched_synchronize(sched);
     for (int k = 0; k < 2; k++) {

@@ -21,12 +21,10 @@
 
 /* ---- waiting -------------------------------------------------------------------------------- */
 
-void ggmlx_sched_wait_slot(struct ggml_backend_sched * sched, int c) {
-    if (!sched->slot_busy[c]) {
-        return;
-    }
+/* the host waits until the backends in mask finished slot c's compute */
+static void wait_slot_on(struct ggml_backend_sched * sched, int c, uint32_t mask) {
     for (int b = 0; b < sched->n_backends; b++) {
-        if (!(sched->slot_backends[c] & (1u << b))) {
+        if (!(mask & (1u << b))) {
             continue;
         }
         if (sched->ev_slot[b][c] != NULL) {
@@ -35,6 +33,13 @@ void ggmlx_sched_wait_slot(struct ggml_backend_sched * sched, int c) {
             ggml_backend_synchronize(sched->backends[b]);
         }
     }
+}
+
+void ggmlx_sched_wait_slot(struct ggml_backend_sched * sched, int c) {
+    if (!sched->slot_busy[c]) {
+        return;
+    }
+    wait_slot_on(sched, c, sched->slot_backends[c]);
     sched->stats.n_host_waits++;
     sched->slot_busy[c]     = false;
     sched->slot_backends[c] = 0;
@@ -47,18 +52,11 @@ void ggmlx_sched_wait_slot(struct ggml_backend_sched * sched, int c) {
  * upstream's CPU backend computes before returning, and loops rely on it.
  */
 static void wait_caller_reads(struct ggml_backend_sched * sched) {
-    const int c = sched->caller_read_slot;
-    for (int b = 0; b < sched->n_backends && sched->caller_readers != 0; b++) {
-        if (!(sched->caller_readers & (1u << b))) {
-            continue;
-        }
-        if (sched->ev_slot[b][c] != NULL) {
-            ggml_backend_event_synchronize(sched->ev_slot[b][c]);
-        } else {
-            ggml_backend_synchronize(sched->backends[b]);
-        }
-        sched->stats.n_host_waits++;
+    if (sched->caller_readers == 0) {
+        return;
     }
+    wait_slot_on(sched, sched->caller_read_slot, sched->caller_readers);
+    sched->stats.n_host_waits++;
     sched->caller_readers = 0;
 }
 
