@@ -319,172 +319,141 @@ Test(sched_async, input_in_the_callers_buffer_may_be_rewritten_once_compute_asyn
     net_free(&n);
 }
 
-/*
- * A scheduler over the CPU alone, computations enqueued without synchronize, each graph larger
- * than the last: the compute buffer must grow, and the old one may not be freed while the
- * queued computation still writes it. With the CPU queue held, the larger graph's alloc_graph
- * has to wait (on a helper thread) until the queue is released; both results are right.
- */
-struct grow_step {
-    struct ggml_context * ctx;
+/* ---- a scheduler over the CPU alone, with its queue held --------------------------------------- */
+
+/* y = x^2 / 2 over n values; x in the caller's own CPU buffer when caller_x, else the scheduler's */
+struct cpu_graph {
+    struct ggml_context * ctx, * xctx;
+    ggml_backend_buffer_t xbuf;
     struct ggml_cgraph  * g;
     struct ggml_tensor  * x, * y;
-    float               * in, * out;
     int64_t               n;
 };
 
-static void grow_step_build(struct grow_step * st, int64_t n) {
-    struct ggml_init_params p = { 8 * ggml_tensor_overhead() + ggml_graph_overhead(), NULL, true };
-    st->n   = n;
-    st->ctx = ggml_init(p);
-    cr_assert_not_null(st->ctx);
-    st->x = ggml_new_tensor_1d(st->ctx, GGML_TYPE_F32, n);
-    ggml_set_input(st->x);
-    st->y = ggml_scale(st->ctx, ggml_sqr(st->ctx, st->x), 0.5f);
-    ggml_set_output(st->y);
-    st->g = ggml_new_graph(st->ctx);
-    ggml_build_forward_expand(st->g, st->y);
-    st->in  = malloc((size_t) n * sizeof(float));
-    st->out = malloc((size_t) n * sizeof(float));
-    cr_assert(st->in != NULL && st->out != NULL);
-    for (int64_t i = 0; i < n; i++) {
-        st->in[i]  = (float) (i % 29) - 14.0f;
-        st->out[i] = SENTINEL;
+static void cpu_graph_build(struct cpu_graph * cg, ggml_backend_t cpu, int64_t n, bool caller_x) {
+    struct ggml_init_params p  = { 8 * ggml_tensor_overhead() + ggml_graph_overhead(), NULL, true };
+    struct ggml_init_params xp = { ggml_tensor_overhead(), NULL, true };
+    memset(cg, 0, sizeof *cg);
+    cg->n   = n;
+    cg->ctx = ggml_init(p);
+    cg->xctx = caller_x ? ggml_init(xp) : NULL;
+    cr_assert(cg->ctx != NULL && (!caller_x || cg->xctx != NULL));
+    cg->x = ggml_new_tensor_1d(caller_x ? cg->xctx : cg->ctx, GGML_TYPE_F32, n);
+    ggml_set_input(cg->x);
+    if (caller_x) {
+        cg->xbuf = ggml_backend_alloc_ctx_tensors(cg->xctx, cpu);
+        cr_assert_not_null(cg->xbuf, "%s", last_error());
     }
+    cg->y = ggml_scale(cg->ctx, ggml_sqr(cg->ctx, cg->x), 0.5f);
+    ggml_set_output(cg->y);
+    cg->g = ggml_new_graph(cg->ctx);
+    ggml_build_forward_expand(cg->g, cg->y);
 }
 
-struct grow_job {
+static void cpu_graph_free(struct cpu_graph * cg) {
+    ggml_free(cg->ctx);
+    ggml_backend_buffer_free(cg->xbuf);
+    ggml_free(cg->xctx);
+}
+
+/* computation k of graph cg: its own input and output (no assertion: helper threads run it) */
+struct cpu_job {
     ggml_backend_sched_t sched;
     ggml_backend_t       cpu;
-    struct grow_step   * st;
+    struct cpu_graph   * cg;
+    int                  k;
+    float              * in, * out;
     const char         * failed;
 };
 
-static void grow_enqueue(ggml_backend_sched_t sched, ggml_backend_t cpu, struct grow_step * st, const char ** failed) {
-    ggml_backend_sched_reset(sched);
-    if (!ggml_backend_sched_alloc_graph(sched, st->g)) {
-        *failed = "alloc_graph";
-        return;
+static void cpu_job_init(struct cpu_job * j, ggml_backend_sched_t sched, ggml_backend_t cpu, struct cpu_graph * cg,
+                         int k) {
+    *j = (struct cpu_job){ sched, cpu, cg, k, malloc((size_t) cg->n * sizeof(float)),
+                           malloc((size_t) cg->n * sizeof(float)), NULL };
+    cr_assert(j->in != NULL && j->out != NULL);
+    for (int64_t i = 0; i < cg->n; i++) {
+        j->in[i]  = (float) (100 * k + i % 29) - 14.0f;
+        j->out[i] = SENTINEL;
     }
-    ggml_backend_tensor_set(st->x, st->in, 0, ggml_nbytes(st->x));
-    if (ggml_backend_sched_graph_compute_async(sched, st->g) != GGML_STATUS_SUCCESS) {
-        *failed = "graph_compute_async";
-        return;
-    }
-    ggml_backend_tensor_get_async(cpu, st->y, st->out, 0, ggml_nbytes(st->y));
 }
 
-static void grow_job_fn(void * p) {
-    struct grow_job * j = p;
-    grow_enqueue(j->sched, j->cpu, j->st, &j->failed);
+/* reset, alloc_graph, set the input, compute_async, fetch the output on the CPU queue */
+static void cpu_job_fn(void * p) {
+    struct cpu_job * j = p;
+    ggml_backend_sched_reset(j->sched);
+    if (!ggml_backend_sched_alloc_graph(j->sched, j->cg->g)) {
+        j->failed = "alloc_graph";
+        return;
+    }
+    ggml_backend_tensor_set(j->cg->x, j->in, 0, ggml_nbytes(j->cg->x));
+    if (ggml_backend_sched_graph_compute_async(j->sched, j->cg->g) != GGML_STATUS_SUCCESS) {
+        j->failed = "graph_compute_async";
+        return;
+    }
+    ggml_backend_tensor_get_async(j->cpu, j->cg->y, j->out, 0, ggml_nbytes(j->cg->y));
 }
 
-Test(sched_async, cpu_only_scheduler_grows_its_buffer_only_after_the_queued_computation) {
+/*
+ * With the CPU queue held: computation 0 of cg[0] is enqueued, then computation 1 of cg[1] on a
+ * helper thread must block (else the test fails with `why`) until the queue is released. Both
+ * results are right afterwards.
+ */
+static void check_second_computation_waits(struct cpu_graph * cg0, struct cpu_graph * cg1, const char * why) {
     ggml_backend_t be = cpu();
     ggml_backend_sched_t sched = ggml_backend_sched_new(&be, NULL, 1, 64, true, false);
     cr_assert_not_null(sched, "%s", last_error());
-    struct grow_step st[2];
-    grow_step_build(&st[0], (int64_t) 1 << 16);
-    grow_step_build(&st[1], (int64_t) 1 << 18);
+    struct cpu_graph * cg[2] = { cg0, cg1 };
+    struct cpu_job job[2];
+    for (int k = 0; k < 2; k++) {
+        cpu_job_init(&job[k], sched, be, cg[k], k);
+    }
     cr_assert(ggmlx_backend_queue_hold(be));
-    struct grow_job job0 = { sched, be, &st[0], NULL };
-    grow_job_fn(&job0);
-    cr_assert_null(job0.failed, "computation 0: %s failed: %s", job0.failed, last_error());
-    struct grow_job job1 = { sched, be, &st[1], NULL };
-    expect_blocked_until_release(be, grow_job_fn, &job1,
-                                 "the larger graph was allocated while computation 0, which writes the old compute "
-                                 "buffer, was held in the queue");
-    cr_assert_null(job1.failed, "computation 1: %s failed: %s", job1.failed, last_error());
+    cpu_job_fn(&job[0]);
+    cr_assert_null(job[0].failed, "computation 0: %s failed: %s", job[0].failed, last_error());
+    expect_blocked_until_release(be, cpu_job_fn, &job[1], why);
+    cr_assert_null(job[1].failed, "computation 1: %s failed: %s", job[1].failed, last_error());
     ggml_backend_sched_synchronize(sched);
     for (int k = 0; k < 2; k++) {
-        for (int64_t i = 0; i < st[k].n; i++) {
-            const float want = 0.5f * st[k].in[i] * st[k].in[i];
-            cr_assert_eq(st[k].out[i], want, "computation %d: y[%lld] = %g, want %g", k, (long long) i, st[k].out[i],
-                         want);
+        for (int64_t i = 0; i < cg[k]->n; i++) {
+            const float want = 0.5f * job[k].in[i] * job[k].in[i];
+            cr_assert_eq(job[k].out[i], want, "computation %d: y[%lld] = %g, want %g", k, (long long) i,
+                         job[k].out[i], want);
         }
-        free(st[k].in);
-        free(st[k].out);
-        ggml_free(st[k].ctx);
+        free(job[k].in);
+        free(job[k].out);
     }
     ggml_backend_sched_free(sched);
     ggml_backend_free(be);
 }
 
 /*
- * An input in the caller's own CPU buffer that a CPU split reads in place: upstream's CPU
- * backend computes before compute_async returns, so callers rewrite such an input after the
- * next alloc_graph. With the CPU queue held, that alloc_graph (on a helper thread) must wait
- * until computation 0 ran; both computations see their own input.
+ * Each graph larger than the last: the compute buffer must grow, and the old one may not be
+ * freed while the queued computation still writes it.
  */
-struct reader_job {
-    ggml_backend_sched_t  sched;
-    ggml_backend_t        cpu;
-    struct ggml_cgraph  * g;
-    struct ggml_tensor  * x, * y;
-    const float         * in;
-    float               * out;
-    const char          * failed;
-};
-
-static void reader_job_fn(void * p) {
-    struct reader_job * j = p;
-    ggml_backend_sched_reset(j->sched);
-    if (!ggml_backend_sched_alloc_graph(j->sched, j->g)) {
-        j->failed = "alloc_graph";
-        return;
-    }
-    ggml_backend_tensor_set(j->x, j->in, 0, ggml_nbytes(j->x));
-    if (ggml_backend_sched_graph_compute_async(j->sched, j->g) != GGML_STATUS_SUCCESS) {
-        j->failed = "graph_compute_async";
-        return;
-    }
-    ggml_backend_tensor_get_async(j->cpu, j->y, j->out, 0, ggml_nbytes(j->y));
+Test(sched_async, cpu_only_scheduler_grows_its_buffer_only_after_the_queued_computation) {
+    ggml_backend_t be = cpu();
+    struct cpu_graph small, large;
+    cpu_graph_build(&small, be, (int64_t) 1 << 16, false);
+    cpu_graph_build(&large, be, (int64_t) 1 << 18, false);
+    check_second_computation_waits(&small, &large, "the larger graph was allocated while computation 0, which "
+                                                   "writes the old compute buffer, was held in the queue");
+    cpu_graph_free(&large);
+    cpu_graph_free(&small);
+    ggml_backend_free(be);
 }
 
+/*
+ * An input in the caller's own CPU buffer that a CPU split reads in place: upstream's CPU
+ * backend computes before compute_async returns, so callers rewrite such an input after the
+ * next alloc_graph, which must therefore wait until computation 0 ran.
+ */
 Test(sched_async, input_in_the_callers_buffer_read_in_place_is_rewritten_only_after_it_was_read) {
-    enum { N = 4096 };
     ggml_backend_t be = cpu();
-    ggml_backend_sched_t sched = ggml_backend_sched_new(&be, NULL, 1, 64, true, false);
-    cr_assert_not_null(sched, "%s", last_error());
-    struct ggml_init_params xp = { ggml_tensor_overhead(), NULL, true };
-    struct ggml_context * xctx = ggml_init(xp);
-    struct ggml_tensor * x = ggml_new_tensor_1d(xctx, GGML_TYPE_F32, N);
-    ggml_set_input(x);
-    ggml_backend_buffer_t xbuf = ggml_backend_alloc_ctx_tensors(xctx, be);
-    cr_assert_not_null(xbuf, "%s", last_error());
-    struct ggml_init_params gp = { 4 * ggml_tensor_overhead() + ggml_graph_overhead(), NULL, true };
-    struct ggml_context * gctx = ggml_init(gp);
-    struct ggml_tensor * y = ggml_scale(gctx, x, 3.0f);
-    ggml_set_output(y);
-    struct ggml_cgraph * g = ggml_new_graph(gctx);
-    ggml_build_forward_expand(g, y);
-    static float in[2][N], out[2][N];
-    for (int k = 0; k < 2; k++) {
-        for (int i = 0; i < N; i++) {
-            in[k][i]  = (float) (k * 100 + i % 17);
-            out[k][i] = SENTINEL;
-        }
-    }
-    cr_assert(ggmlx_backend_queue_hold(be));
-    struct reader_job job0 = { sched, be, g, x, y, in[0], out[0], NULL };
-    reader_job_fn(&job0);
-    cr_assert_null(job0.failed, "computation 0: %s failed: %s", job0.failed, last_error());
-    struct reader_job job1 = { sched, be, g, x, y, in[1], out[1], NULL };
-    expect_blocked_until_release(be, reader_job_fn, &job1,
-                                 "the input was handed back for rewriting while computation 0, which reads it in "
-                                 "place, was held in the queue");
-    cr_assert_null(job1.failed, "computation 1: %s failed: %s", job1.failed, last_error());
-    ggml_backend_sched_synchronize(sched);
-    for (int k = 0; k < 2; k++) {
-        for (int i = 0; i < N; i++) {
-            cr_assert_eq(out[k][i], 3.0f * in[k][i], "computation %d: y[%d] = %g, want %g", k, i, out[k][i],
-                         3.0f * in[k][i]);
-        }
-    }
-    ggml_backend_sched_free(sched);
-    ggml_free(gctx);
-    ggml_backend_buffer_free(xbuf);
-    ggml_free(xctx);
+    struct cpu_graph cg;
+    cpu_graph_build(&cg, be, 4096, true);
+    check_second_computation_waits(&cg, &cg, "the input was handed back for rewriting while computation 0, which "
+                                             "reads it in place, was held in the queue");
+    cpu_graph_free(&cg);
     ggml_backend_free(be);
 }
 
