@@ -301,8 +301,7 @@ static uint32_t caller_input_readers(const struct ggml_backend_sched * sched) {
             for (int j = 0; j < GGML_MAX_SRC; j++) {
                 const struct ggml_tensor * r = node->src[j];
                 r = r != NULL && r->view_src != NULL ? r->view_src : r;
-                if (r != NULL && (r->flags & GGML_TENSOR_FLAG_INPUT) && r->data != NULL &&
-                    !(r->flags & GGMLX_TENSOR_FLAG_SCHED_ALLOC)) {
+                if (r != NULL && ggmlx_sched_is_caller_input(r)) {
                     mask |= 1u << sp->backend;
                 }
             }

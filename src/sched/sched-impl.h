@@ -25,6 +25,15 @@
 /* Marks tensors whose memory the scheduler handed out, so a later split re-places them. */
 #define GGMLX_TENSOR_FLAG_SCHED_ALLOC (1 << 30)
 
+/*
+ * A graph input in the caller's own memory (root of a view chain): the caller may rewrite it
+ * after the next alloc_graph, so no queued work may read it later than that (docs/scheduler.md).
+ */
+static inline bool ggmlx_sched_is_caller_input(const struct ggml_tensor * root) {
+    return (root->flags & GGML_TENSOR_FLAG_INPUT) && root->data != NULL &&
+           !(root->flags & GGMLX_TENSOR_FLAG_SCHED_ALLOC);
+}
+
 /* Why a node went to its backend (GGML_SCHED_DEBUG=2 prints it). */
 enum sched_cause {
     CAUSE_NONE = 0,

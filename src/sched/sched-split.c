@@ -423,8 +423,8 @@ static bool slot_copy_sources(struct ggml_backend_sched * sched) {
         struct ggml_tensor * r  = root_of(in->src);
         struct sched_tinfo * ri = info(sched, r);
         /* the caller may rewrite it as soon as compute returns (upstream copies it synchronously) */
-        in->from_caller = !ri->graph_input && r->data != NULL && !ri->written &&
-                          ((r->flags | in->src->flags) & GGML_TENSOR_FLAG_INPUT);
+        in->from_caller = !ri->graph_input && !ri->written &&
+                          (ggmlx_sched_is_caller_input(r) || ggmlx_sched_is_caller_input(in->src));
         if (!ri->graph_input) {
             if (!ri->allocated || r->data != NULL || r->view_src != NULL) {
                 continue;
