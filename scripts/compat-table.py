@@ -307,15 +307,16 @@ def readme_block(n_impl, n_functions, header_rows, total_row, op_counts, gpu):
     dates = sorted({d for (k, _), (d, _) in gpu.items() if k == 'op'})
     gpu_line = ('%d of those %d ops passed every conformance case on a GPU (last run %s).' % (g, a, dates[-1])
                 if dates else 'None of them has run on a GPU yet.')
-    quant = ('none of the %d quantized types can be computed or converted yet (their sizes and traits are there)' % nq
-             if nq_float == 0 else '%d of the %d quantized types convert to float' % (nq_float, nq))
+    quant = ('None of the %d quantized types can be computed or converted yet (their sizes and traits are there).' % nq
+             if nq_float == 0 else '%d of the %d quantized types convert to float.' % (nq_float, nq))
     out = [
         README_BEGIN,
-        'ggmlx implements **%d of the %d public functions** of upstream ggml (as of 2026-08-21) and computes' % (
+        'ggmlx implements **%d of the %d public functions** of upstream ggml (as of 2026-08-21).' % (
             n_impl, n_functions),
-        '**%d of its %d ops** (`enum ggml_op`; %d more are views that need no kernel), with %d of %d unary and' % (
-            a, b, v, ua, ub),
-        '%d of %d GLU ops; %s. %s' % (ga, gb, quant, gpu_line),
+        'It computes **%d of the %d ops** of `enum ggml_op` (%d more are views that need no kernel; the' % (a, b, v),
+        'other %d are not computed yet), with %d of the %d unary and %d of the %d GLU ops.' % (b - a - v, ua, ub, ga, gb),
+        quant,
+        gpu_line,
         '',
         md_row(['header', 'implemented', 'upstream functions', 'verified on GPU']),
         md_row(['---', '---:', '---:', '---']),
