@@ -90,6 +90,11 @@ struct demo_result {
     char             error[768];        /* DEMO_ERROR: what failed and ggmlx_last_error() */
     double           tokens_per_s;      /* the scheduler and meta checks; 0 for the others */
     char             note[512];         /* the scheduler and meta checks: how they ran */
+    /* the scheduler check: its timed run's trace read back (demo-overlap.h); false when unread */
+    bool             has_overlap;
+    double           overlap_share;     /* of the run, two or more devices computing */
+    double           overlap_ms;        /* that time */
+    double           run_ms;            /* first compute start to last compute end in the trace */
 };
 
 static const char * demo_status_name(enum demo_status s) {
@@ -642,6 +647,14 @@ static void print_json(const struct demo_options * opt, const struct demo_result
         if (r[i].tokens_per_s > 0.0) {
             printf(", \"tokens_per_s\": ");
             print_json_number(r[i].tokens_per_s);
+            if (r[i].has_overlap) {
+                printf(", \"overlap_share\": ");
+                print_json_number(r[i].overlap_share);
+                printf(", \"overlap_ms\": ");
+                print_json_number(r[i].overlap_ms);
+                printf(", \"traced_ms\": ");
+                print_json_number(r[i].run_ms);
+            }
             printf(", \"note\": ");
             print_json_string(r[i].note);
         }
