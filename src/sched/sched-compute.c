@@ -190,12 +190,13 @@ static void copy_one(struct ggml_backend_sched * sched, const struct sched_input
             *b_after |= 1u << ia;
         }
         span = copy_span(sched, ib, in, index);
-        const bool done = b->iface.cpy_tensor_async(a, b, in->src, in->dst);
-        copy_span_end(sched, ib, span);
-        if (done) {
+        if (b->iface.cpy_tensor_async(a, b, in->src, in->dst)) {
+            copy_span_end(sched, ib, span);
             sched->stats.n_async_copies++;
             return;
         }
+        /* refused (another kind of source, say): the span is left open, which keeps it out of
+         * the trace, and the copy is made below in its own span */
     }
     ggml_backend_buffer_t sbuf = ggmlx_tensor_buffer(in->src);
     ggml_backend_buffer_t dbuf = ggmlx_tensor_buffer(in->dst);
