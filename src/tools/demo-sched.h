@@ -261,13 +261,16 @@ void demo_sched(const struct demo_options * opt, struct demo_result * res) {
         snprintf(overlap, sizeof overlap, "two or more stages computing %.0f%% of the time (%.1f of %.1f ms, traced)",
                  100.0 * res->overlap_share, res->overlap_ms, res->run_ms);
     }
-    snprintf(res->note, sizeof res->note,
-             "%d layers in %d stage%s, %d split%s, %.0f tokens/s (%d batches of %d, %d input copies); %s; "
-             "%llu host waits, %llu synchronous copies; trace: %s",
-             cfg.n_layer, n_dev, n_dev == 1 ? "" : "s", n_splits, n_splits == 1 ? "" : "s", res->tokens_per_s,
-             DEMO_SCHED_RUNS, cfg.n_tokens, n_copies, overlap,
-             (unsigned long long) stats.n_host_waits, (unsigned long long) stats.n_sync_fallbacks,
-             temp_trace[0] ? "none kept" : trace);
+    const int note_len =
+        snprintf(res->note, sizeof res->note,
+                 "%d layers in %d stage%s, %d split%s, %.0f tokens/s (%d batches of %d, %d input copies); %s; "
+                 "%llu host waits, %llu synchronous copies; trace: %s",
+                 cfg.n_layer, n_dev, n_dev == 1 ? "" : "s", n_splits, n_splits == 1 ? "" : "s", res->tokens_per_s,
+                 DEMO_SCHED_RUNS, cfg.n_tokens, n_copies, overlap, (unsigned long long) stats.n_host_waits,
+                 (unsigned long long) stats.n_sync_fallbacks, temp_trace[0] ? "none kept" : trace);
+    if (note_len >= (int) sizeof res->note) {
+        memcpy(res->note + sizeof res->note - 4, "...", 4); /* a long trace path: cut, and says so */
+    }
 out_trace:
     if (temp_trace[0] != '\0') {
         ggmlx_sched_set_trace(sched, NULL);
