@@ -257,7 +257,9 @@ void demo_sched(const struct demo_options * opt, struct demo_result * res) {
         res->run_ms        = ov.run_us / 1000.0;
     }
     char overlap[128] = "stages computing at once: not measured (the trace could not be read)";
-    if (res->has_overlap) {
+    if (res->has_overlap && n_dev == 1) {
+        snprintf(overlap, sizeof overlap, "one stage, nothing to overlap");
+    } else if (res->has_overlap) {
         snprintf(overlap, sizeof overlap, "two or more stages computing %.0f%% of the time (%.1f of %.1f ms, traced)",
                  100.0 * res->overlap_share, res->overlap_ms, res->run_ms);
     }
