@@ -231,23 +231,31 @@ Test(demo, spans_that_touch_or_share_a_track_are_no_overlap) {
     cr_assert_eq(ov.run_us, 0.0);
 }
 
+/* one complete event as ggmlx's trace writer puts it (name is written as given: already escaped) */
+static void put_event(FILE * f, const char * name, const char * cat, int tid, double ts, double dur) {
+    fprintf(f,
+            ",\n{\"name\":\"%s\",\"cat\":\"%s\",\"ph\":\"X\",\"pid\":1,\"tid\":%d,\"ts\":%.3f,\"dur\":%.3f,"
+            "\"args\":{\"split\":0,\"slot\":0}}",
+            name, cat, tid, ts, dur);
+}
+
 Test(demo, overlap_is_read_from_compute_spans_of_the_stage_tracks) {
     char path[256];
     const char * dir = getenv("TMPDIR");
     snprintf(path, sizeof path, "%s/ggmlx-demo-overlap-%ld.json", dir && dir[0] ? dir : "/tmp", (long) getpid());
     FILE * f = fopen(path, "w");
     cr_assert_not_null(f);
-    /* as ggmlx's writer puts it: tracks 0 and 1 are stages, 2 the CPU, 3 the host */
-    fputs("{\"traceEvents\":[\n"
-          "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":0,\"args\":{\"name\":\"SIM0\"}},\n"
-          "{\"name\":\"split 1: SIM0\",\"cat\":\"compute\",\"ph\":\"X\",\"pid\":1,\"tid\":0,\"ts\":0.000,\"dur\":10.000,\"args\":{\"split\":1,\"slot\":0}},\n"
-          "{\"name\":\"copy \\\"cat\\\":\\\"compute\\\"\",\"cat\":\"copy\",\"ph\":\"X\",\"pid\":1,\"tid\":1,\"ts\":0.000,\"dur\":4.000,\"args\":{\"split\":2,\"slot\":0}},\n"
-          "{\"name\":\"wait for SIM0\",\"cat\":\"wait\",\"ph\":\"X\",\"pid\":1,\"tid\":1,\"ts\":4.000,\"dur\":2.000,\"args\":{\"split\":-1,\"slot\":0}},\n"
-          "{\"name\":\"split 2: SIM1\",\"cat\":\"compute\",\"ph\":\"X\",\"pid\":1,\"tid\":1,\"ts\":6.000,\"dur\":14.000,\"args\":{\"split\":2,\"slot\":0}},\n"
-          "{\"name\":\"split 0: CPU\",\"cat\":\"compute\",\"ph\":\"X\",\"pid\":1,\"tid\":2,\"ts\":12.000,\"dur\":30.000,\"args\":{\"split\":0,\"slot\":1}},\n"
-          "{\"name\":\"alloc\",\"cat\":\"host\",\"ph\":\"X\",\"pid\":1,\"tid\":3,\"ts\":0.000,\"dur\":50.000,\"args\":{\"split\":-1,\"slot\":1}}\n"
-          "],\"displayTimeUnit\":\"ns\"}\n",
+    /* tracks 0 and 1 are stages, 2 the CPU, 3 the host */
+    fputs("{\"traceEvents\":[\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":0,"
+          "\"args\":{\"name\":\"SIM0\"}}",
           f);
+    put_event(f, "split 1: SIM0", "compute", 0, 0.0, 10.0);
+    put_event(f, "copy \\\"cat\\\":\\\"compute\\\"", "copy", 1, 0.0, 4.0); /* named like a compute */
+    put_event(f, "wait for SIM0", "wait", 1, 4.0, 2.0);
+    put_event(f, "split 2: SIM1", "compute", 1, 6.0, 14.0);
+    put_event(f, "split 0: CPU", "compute", 2, 12.0, 30.0);
+    put_event(f, "alloc", "host", 3, 0.0, 50.0);
+    fputs("\n],\"displayTimeUnit\":\"ns\"}\n", f);
     cr_assert_eq(fclose(f), 0);
     struct demo_overlap ov;
     cr_assert(demo_trace_overlap(path, 2, &ov));
