@@ -9,8 +9,10 @@
  *   struct sm_model m;
  *   sm_model_init(&m, &cfg);                        // weight tensors, no memory yet
  *   sm_model_alloc(&m, io_buft, layer_bufts);       // one WEIGHTS buffer per layer (+ one for
- *                                                   // tok_embd/out_norm/output), values filled;
- *                                                   // layer_bufts NULL: every layer on io_buft
+ *                                                   // tok_embd, one for out_norm/output), values
+ *                                                   // filled; layer_bufts NULL: every layer on io_buft
+ *   sm_model_alloc_staged(&m, in_buft, out_buft, layer_bufts);  // the same, with out_norm/output
+ *                                                   // on out_buft (a pipeline's last stage)
  *   sm_spread_layers(bufts, backends, n, n_layer);  // layer i on backends[i * n / n_layer]
  *   struct sm_graph g;
  *   sm_graph_build(&g, &m, n_tokens);               // g.inp/pos/mask flagged INPUT, g.out OUTPUT
@@ -74,8 +76,10 @@ struct sm_layer {
 
 struct sm_model {
     struct sm_config      cfg;
-    struct ggml_context * ctx_io;                 /* tok_embd, out_norm, output */
+    struct ggml_context * ctx_io;                 /* tok_embd */
     ggml_backend_buffer_t buf_io;
+    struct ggml_context * ctx_out;                /* out_norm, output */
+    ggml_backend_buffer_t buf_out;
     struct ggml_tensor  * tok_embd, * out_norm, * output;
     struct ggml_context * ctx_layer[SM_MAX_LAYERS];
     ggml_backend_buffer_t buf_layer[SM_MAX_LAYERS];
@@ -174,6 +178,12 @@ static inline void sm_model_free(struct sm_model * m) {
     if (m->ctx_io) {
         ggml_free(m->ctx_io);
     }
+    if (m->buf_out) {
+        ggml_backend_buffer_free(m->buf_out);
+    }
+    if (m->ctx_out) {
+        ggml_free(m->ctx_out);
+    }
     memset(m, 0, sizeof *m);
 }
 
@@ -186,13 +196,15 @@ static inline bool sm_model_init(struct sm_model * m, const struct sm_config * c
     }
     m->cfg = *cfg;
     const enum ggml_type wt = cfg->wtype;
-    m->ctx_io = sm_ctx_new(3, 0);
-    if (m->ctx_io == NULL) {
+    m->ctx_io  = sm_ctx_new(1, 0);
+    m->ctx_out = sm_ctx_new(2, 0);
+    if (m->ctx_io == NULL || m->ctx_out == NULL) {
+        sm_model_free(m);
         return false;
     }
     m->tok_embd = sm_weight(m->ctx_io, wt, cfg->n_embd, cfg->n_vocab, "tok_embd");
-    m->out_norm = sm_weight(m->ctx_io, GGML_TYPE_F32, cfg->n_embd, 0, "out_norm");
-    m->output   = sm_weight(m->ctx_io, wt, cfg->n_embd, cfg->n_vocab, "output");
+    m->out_norm = sm_weight(m->ctx_out, GGML_TYPE_F32, cfg->n_embd, 0, "out_norm");
+    m->output   = sm_weight(m->ctx_out, wt, cfg->n_embd, cfg->n_vocab, "output");
     bool ok = m->tok_embd && m->out_norm && m->output;
     for (int il = 0; ok && il < cfg->n_layer; il++) {
         struct ggml_context * c = m->ctx_layer[il] = sm_ctx_new(SM_LAYER_TENSORS, 0);
@@ -241,20 +253,25 @@ static inline ggml_backend_buffer_t sm_alloc_weights(struct ggml_context * ctx, 
 }
 
 /*
- * Give every weight memory and its values: tok_embd/out_norm/output on io_buft, layer il on
- * layer_bufts[il] (io_buft when layer_bufts is NULL). false when a buffer cannot be allocated.
+ * Give every weight memory and its values: tok_embd on in_buft, out_norm/output on out_buft,
+ * layer il on layer_bufts[il] (in_buft when layer_bufts is NULL). false when a buffer cannot be
+ * allocated. With the output on the last layer's device, each batch passes through the devices
+ * once (in_buft's, then the layers' in order), so one device takes batch k + 1 while the next
+ * still has batch k; an output back on an earlier device would queue batch k + 1 behind it.
  */
-static inline bool sm_model_alloc(struct sm_model * m, ggml_backend_buffer_type_t io_buft,
-                                  const ggml_backend_buffer_type_t * layer_bufts) {
+static inline bool sm_model_alloc_staged(struct sm_model * m, ggml_backend_buffer_type_t in_buft,
+                                         ggml_backend_buffer_type_t out_buft,
+                                         const ggml_backend_buffer_type_t * layer_bufts) {
     const struct sm_config * c = &m->cfg;
-    m->buf_io = sm_alloc_weights(m->ctx_io, io_buft);
-    if (m->buf_io == NULL) {
+    m->buf_io  = sm_alloc_weights(m->ctx_io, in_buft);
+    m->buf_out = m->buf_io != NULL ? sm_alloc_weights(m->ctx_out, out_buft) : NULL;
+    if (m->buf_out == NULL) {
         return false;
     }
     bool ok = sm_fill(m->tok_embd, c->seed, 1000, 0, 0.0f, 1.0f) && sm_fill(m->out_norm, c->seed, 1000, 1, 1.0f, 0.2f) &&
               sm_fill(m->output, c->seed, 1000, 2, 0.0f, 1.0f / sqrtf((float) c->n_embd));
     for (int il = 0; ok && il < c->n_layer; il++) {
-        m->buf_layer[il] = sm_alloc_weights(m->ctx_layer[il], layer_bufts ? layer_bufts[il] : io_buft);
+        m->buf_layer[il] = sm_alloc_weights(m->ctx_layer[il], layer_bufts ? layer_bufts[il] : in_buft);
         if (m->buf_layer[il] == NULL) {
             return false;
         }
@@ -268,6 +285,12 @@ static inline bool sm_model_alloc(struct sm_model * m, ggml_backend_buffer_type_
         }
     }
     return ok;
+}
+
+/* every weight on io_buft but the layers given in layer_bufts (see sm_model_alloc_staged) */
+static inline bool sm_model_alloc(struct sm_model * m, ggml_backend_buffer_type_t io_buft,
+                                  const ggml_backend_buffer_type_t * layer_bufts) {
+    return sm_model_alloc_staged(m, io_buft, io_buft, layer_bufts);
 }
 
 /* ---- the graph ----------------------------------------------------------------------------- */

@@ -1,12 +1,17 @@
 /*
  * test-demo.c -- the demo program's three checks (relu, MLP, decoder block) pass on 1 and 2
  * threads, and can fail: a corrupted weight or input is caught, a context too small is reported
- * as an error with the library's message instead of crashing.
+ * as an error with the library's message instead of crashing. The scheduler check pipelines over
+ * two SIM devices, and the overlap it reports is computed right (demo-overlap.h).
  */
 #include <criterion/criterion.h>
 
 #define GGMLX_DEMO_NO_MAIN
 #include "../src/tools/ggml-demo.c"
+
+#include "ggmlx-sim.h"
+
+#include <unistd.h>
 
 typedef void (*demo_check_fn)(const struct demo_options *, struct demo_result *);
 
@@ -163,3 +168,106 @@ Test(demo, checks_run_on_the_device_init_best_picks) {
     ggml_backend_free(best);
 }
 
+
+/* ---- the scheduler check and its overlap -------------------------------------------------------- */
+
+Test(demo, scheduler_check_pipelines_over_two_sim_devices) {
+    const struct ggmlx_sim_config sim = { .n_devices = 2 };
+    cr_assert(ggmlx_sim_configure(&sim), "%s", ggmlx_last_error() ? ggmlx_last_error() : "");
+    const struct demo_options opt = options(2);
+    struct demo_result r;
+    demo_sched(&opt, &r);
+    cr_assert_eq(r.status, DEMO_PASSED, "status %s, rel %g, error '%s'", demo_status_name(r.status), r.max_rel_err,
+                 r.error);
+    cr_assert_str_eq(r.device, "SIM0+SIM1+CPU");
+    cr_assert(strstr(r.note, "8 layers in 2 stages, 3 splits") != NULL,
+              "CPU, then each SIM device once (the output layer with the last stage): %s", r.note);
+    cr_assert(r.has_overlap, "the trace of the timed run was read back: %s", r.note);
+    cr_log_info("two SIM devices computing at once %.1f%% of %.1f ms", 100.0 * r.overlap_share, r.run_ms);
+    /* no timing in it: with the output layer back on SIM0 the stages take turns, and this is 0 */
+    cr_assert_gt(r.overlap_share, 0.0, "SIM0 takes batch k + 1 while SIM1 has batch k: %s", r.note);
+    cr_assert_leq(r.overlap_share, 1.0);
+    cr_assert_float_eq(r.overlap_ms, r.overlap_share * r.run_ms, 1e-9 * r.run_ms + 1e-12);
+    cr_assert(strstr(r.note, "trace: none kept") != NULL, "no trace file was asked for: %s", r.note);
+}
+
+static struct demo_overlap overlap_of(const struct demo_span * spans, int n) {
+    struct demo_overlap ov;
+    cr_assert(demo_overlap_of(spans, n, &ov));
+    return ov;
+}
+
+Test(demo, overlap_is_the_time_two_or_more_tracks_have_a_span_open) {
+    /* tracks 0 and 1 overlap on [5, 10] and [12, 15]; the run is [0, 20] */
+    const struct demo_span two[] = { { 0, 0, 10 }, { 1, 5, 15 }, { 0, 12, 20 } };
+    struct demo_overlap ov = overlap_of(two, 3);
+    cr_assert_eq(ov.n_tracks, 2);
+    cr_assert_float_eq(ov.shared_us, 8.0, 1e-12);
+    cr_assert_float_eq(ov.run_us, 20.0, 1e-12);
+    cr_assert_float_eq(ov.share, 0.4, 1e-12);
+
+    /* three tracks at once count once, not twice; track 7 alone later counts nothing */
+    const struct demo_span three[] = { { 2, 0, 10 }, { 4, 0, 10 }, { 3, 0, 10 }, { 7, 10, 40 } };
+    ov = overlap_of(three, 4);
+    cr_assert_eq(ov.n_tracks, 4);
+    cr_assert_float_eq(ov.shared_us, 10.0, 1e-12);
+    cr_assert_float_eq(ov.share, 0.25, 1e-12);
+}
+
+Test(demo, spans_that_touch_or_share_a_track_are_no_overlap) {
+    /* one after the other on two tracks: an end and a start at the same time */
+    const struct demo_span turns[] = { { 0, 0, 5 }, { 1, 5, 10 }, { 0, 10, 15 } };
+    struct demo_overlap ov = overlap_of(turns, 3);
+    cr_assert_float_eq(ov.shared_us, 0.0, 1e-12);
+    cr_assert_float_eq(ov.share, 0.0, 1e-12);
+    /* spans of one track over each other: still one device */
+    const struct demo_span one[] = { { 3, 0, 10 }, { 3, 2, 4 }, { 3, 2, 4 } };
+    ov = overlap_of(one, 3);
+    cr_assert_eq(ov.n_tracks, 1);
+    cr_assert_float_eq(ov.shared_us, 0.0, 1e-12);
+    /* no spans: a share of 0, not NaN */
+    ov = overlap_of(NULL, 0);
+    cr_assert_eq(ov.share, 0.0);
+    cr_assert_eq(ov.run_us, 0.0);
+}
+
+/* one complete event as ggmlx's trace writer puts it (name is written as given: already escaped) */
+static void put_event(FILE * f, const char * name, const char * cat, int tid, double ts, double dur) {
+    fprintf(f,
+            ",\n{\"name\":\"%s\",\"cat\":\"%s\",\"ph\":\"X\",\"pid\":1,\"tid\":%d,\"ts\":%.3f,\"dur\":%.3f,"
+            "\"args\":{\"split\":0,\"slot\":0}}",
+            name, cat, tid, ts, dur);
+}
+
+Test(demo, overlap_is_read_from_compute_spans_of_the_stage_tracks) {
+    char path[256];
+    const char * dir = getenv("TMPDIR");
+    snprintf(path, sizeof path, "%s/ggmlx-demo-overlap-%ld.json", dir && dir[0] ? dir : "/tmp", (long) getpid());
+    FILE * f = fopen(path, "w");
+    cr_assert_not_null(f);
+    /* tracks 0 and 1 are stages, 2 the CPU, 3 the host */
+    fputs("{\"traceEvents\":[\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":0,"
+          "\"args\":{\"name\":\"SIM0\"}}",
+          f);
+    put_event(f, "split 1: SIM0", "compute", 0, 0.0, 10.0);
+    put_event(f, "copy \\\"cat\\\":\\\"compute\\\"", "copy", 1, 0.0, 4.0); /* named like a compute */
+    put_event(f, "wait for SIM0", "wait", 1, 4.0, 2.0);
+    put_event(f, "split 2: SIM1", "compute", 1, 6.0, 14.0);
+    put_event(f, "split 0: CPU", "compute", 2, 12.0, 30.0);
+    put_event(f, "alloc", "host", 3, 0.0, 50.0);
+    fputs("\n],\"displayTimeUnit\":\"ns\"}\n", f);
+    cr_assert_eq(fclose(f), 0);
+    struct demo_overlap ov;
+    cr_assert(demo_trace_overlap(path, 2, &ov));
+    cr_assert_eq(ov.n_spans, 2, "the two stage computes; not the copy named like one, the CPU or the host");
+    cr_assert_float_eq(ov.shared_us, 4.0, 1e-9); /* [6, 10] */
+    cr_assert_float_eq(ov.run_us, 20.0, 1e-9);
+    cr_assert_float_eq(ov.share, 0.2, 1e-9);
+    cr_assert(demo_trace_overlap(path, 3, &ov), "with the CPU's track");
+    cr_assert_eq(ov.n_spans, 3);
+    cr_assert_float_eq(ov.shared_us, 12.0, 1e-9); /* [6, 20] less [10, 12] */
+    cr_assert_float_eq(ov.run_us, 42.0, 1e-9);
+    unlink(path);
+    cr_assert_not(demo_trace_overlap(path, 2, &ov), "no file: nothing measured");
+    cr_assert_eq(ov.n_spans, 0);
+}

@@ -478,6 +478,109 @@ Test(sched_trace, pipelined_computes_are_traced_with_their_input_slot) {
     net_free(&n);
 }
 
+/* the k-th complete event of category cat on track tid, NULL when there are fewer */
+static const struct tj_value * track_event(const struct tj_value * root, int tid, const char * cat, int k) {
+    for (int i = 0;; i++) {
+        const struct tj_value * ev = find_event(root, "X", NULL, i);
+        if (ev == NULL) {
+            return NULL;
+        }
+        if ((int) ev_num(ev, "tid", -1) == tid && strcmp(ev_str(ev, "cat"), cat) == 0 && k-- == 0) {
+            return ev;
+        }
+    }
+}
+
+static double ev_end(const struct tj_value * ev) {
+    return ev_num(ev, "ts", 0) + ev_num(ev, "dur", 0);
+}
+
+/* on every track, no wait span lies (even partly) inside a copy span; returns the copies seen */
+static int check_no_wait_in_a_copy(const struct tj_value * root, int n_tracks) {
+    int n_copies = 0;
+    for (int t = 0; t < n_tracks; t++) {
+        const struct tj_value * c;
+        for (int i = 0; (c = track_event(root, t, "copy", i)) != NULL; i++, n_copies++) {
+            const struct tj_value * w;
+            for (int j = 0; (w = track_event(root, t, "wait", j)) != NULL; j++) {
+                cr_assert(ev_end(w) <= ev_num(c, "ts", 0) || ev_num(w, "ts", 0) >= ev_end(c),
+                          "track %s: '%s' [%g, %g] lies in '%s' [%g, %g]", track_name(root, t), ev_str(w, "name"),
+                          ev_num(w, "ts", 0), ev_end(w), ev_str(c, "name"), ev_num(c, "ts", 0), ev_end(c));
+            }
+        }
+    }
+    return n_copies;
+}
+
+/*
+ * SIM0's queue is held, so SIM1's copy of h0 (split 1's input) must wait for it. That wait is a
+ * "wait for SIM0" span of SIM1's own, and the copy span starts only when it is over: a queue
+ * standing still is not shown as copying. Both ways a device-to-device copy is made: the
+ * destination's copy (cpy_tensor_async, which orders itself after the source queue) and the
+ * bounce through host memory (get on SIM0, then set on SIM1).
+ */
+static void check_copy_waits_apart(const char * mode) {
+    char path[256];
+    temp_path(path, sizeof path, mode);
+    struct net n;
+    net_init(&n);
+    if (strcmp(mode, "best") != 0) {
+        cr_assert_eq(setenv("GGMLX_SCHED_COPY", mode, 1), 0);
+    }
+    ggml_backend_sched_t s = net_sched(&n);
+    unsetenv("GGMLX_SCHED_COPY");
+    cr_assert(ggmlx_sched_set_trace(s, path), "%s", last_error());
+    cr_assert(ggmlx_backend_queue_hold(n.be[0]));
+    net_step(&n, s, 1.0f);
+    settle(n.be[1]); /* SIM1 stands in its wait for SIM0 */
+    cr_assert_geq(ggmlx_backend_queue_pending(n.be[1]), 1, "%s: SIM1 waits for the held SIM0", mode);
+    cr_assert(ggmlx_backend_queue_release(n.be[0]));
+    ggml_backend_sched_synchronize(s);
+    net_expect(&n, 1.0f);
+    struct ggmlx_sched_stats st;
+    ggmlx_sched_get_stats(s, &st);
+    cr_assert_eq(st.n_sync_fallbacks, 0, "%s: every copy queued", mode);
+    cr_assert(ggmlx_sched_set_trace(s, NULL), "%s", last_error());
+
+    struct tj_value * root = read_trace(path);
+    check_complete_events(root);
+    cr_assert_geq(check_no_wait_in_a_copy(root, 4), 2, "%s: copies of x and h0 at least", mode);
+    const struct tj_value * wait = NULL, * copy = NULL;
+    for (int i = 0; (wait == NULL || copy == NULL) && find_event(root, "X", NULL, i) != NULL; i++) {
+        const struct tj_value * ev = find_event(root, "X", NULL, i);
+        if ((int) ev_num(ev, "tid", -1) != 1) {
+            continue;
+        }
+        if (wait == NULL && strcmp(ev_str(ev, "name"), "wait for SIM0") == 0) {
+            wait = ev;
+        } else if (copy == NULL && strcmp(ev_str(ev, "name"), "copy h0") == 0) {
+            copy = ev;
+        }
+    }
+    cr_assert_not_null(wait, "%s: SIM1's wait for the held SIM0 is a span of its own", mode);
+    cr_assert_str_eq(ev_str(wait, "cat"), "wait");
+    cr_assert_not_null(copy, "%s: SIM1 has a span for its copy of h0", mode);
+    cr_assert_eq((int) ev_arg(copy, "split", -1), 1, "the copy belongs to split 1");
+    cr_assert_geq(ev_num(copy, "ts", 0), ev_end(wait), "%s: the copy [%g, %g] starts after the wait [%g, %g]", mode,
+                  ev_num(copy, "ts", 0), ev_end(copy), ev_num(wait, "ts", 0), ev_end(wait));
+    /* SIM0 was released only after SIM1 stood waiting, so SIM0's compute ran inside the wait */
+    const struct tj_value * sim0 = split_event(root, 0, "SIM0", 0);
+    cr_assert_geq(ev_end(sim0), ev_num(wait, "ts", 0), "%s: SIM0 computed while SIM1 waited", mode);
+    cr_assert_leq(ev_end(sim0), ev_end(wait), "%s: the wait ends after SIM0's compute", mode);
+    tj_free(root);
+    unlink(path);
+    ggml_backend_sched_free(s);
+    net_free(&n);
+}
+
+Test(sched_trace, a_copy_span_never_covers_the_wait_before_the_copy) {
+    check_copy_waits_apart("best");
+}
+
+Test(sched_trace, a_bounced_copy_has_its_wait_apart_too) {
+    check_copy_waits_apart("bounce");
+}
+
 Test(sched_trace, env_variable_traces_every_new_scheduler) {
     char path[256];
     temp_path(path, sizeof path, "env");

@@ -141,6 +141,28 @@ Test(sched, a_deeper_wider_decoder_over_four_sims_equals_cpu) {
     backends_free(&b);
 }
 
+/*
+ * graph_size is a hint: the scheduler grows its tables past it (upstream asserts once the nodes,
+ * its split copies and their inputs pass graph_size). 4 layers over two SIM devices are over 100
+ * nodes, 4 splits and their copies, under a graph_size of 8; computed twice, in pipeline.
+ */
+Test(sched, a_graph_of_many_more_nodes_than_graph_size_over_devices_equals_cpu) {
+    struct backends b = backends_new(2);
+    struct decoder d;
+    decoder_new(&d, 4, cpu_of(&b), b.be, 2, false);
+    ggml_backend_sched_t s = ggml_backend_sched_new(b.be, NULL, b.n, 8, true, false);
+    cr_assert_not_null(s, "%s", ggmlx_last_error() ? ggmlx_last_error() : "");
+    cr_assert_gt(ggml_graph_n_nodes(d.g.gf), 8 * 10, "far more nodes than graph_size: %d", ggml_graph_n_nodes(d.g.gf));
+    for (uint64_t seed = 30; seed < 32; seed++) {
+        decoder_run(s, &d, &d.g, seed);
+    }
+    cr_assert_eq(ggml_backend_sched_get_n_splits(s), 2 + 2, "CPU, SIM0, SIM1, CPU");
+    cr_assert_gt(ggml_backend_sched_get_n_copies(s), 1);
+    ggml_backend_sched_free(s);
+    decoder_free(&d);
+    backends_free(&b);
+}
+
 /* ---- the same graph again ------------------------------------------------------------------- */
 
 Test(sched, repeated_computes_of_one_allocated_graph) {

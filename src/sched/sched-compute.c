@@ -131,15 +131,40 @@ static void * staging_take(struct ggml_backend_sched * sched, size_t n) {
 }
 
 /*
- * One input copy a -> b, through a queue when one can make it: the destination's copy
- * (cpy_tensor_async), or the queue on the device side of host memory (set/get_tensor_async).
- * The source queue already waited for b's earlier work (copy_inputs).
+ * A copy's span in the trace, on the track of the queue that makes it (track n_backends, the
+ * host's, for a synchronous copy). Begun only once that queue's waits are enqueued, so a copy
+ * span covers the copy alone and the waits show as their own spans: an idle queue never looks
+ * busy copying.
  */
-static void copy_one(struct ggml_backend_sched * sched, const struct sched_input * in) {
-    ggml_backend_t a = sched->backends[in->src_backend];
-    ggml_backend_t b = sched->backends[in->dst_backend];
+static int copy_span(struct ggml_backend_sched * sched, int track, const struct sched_input * in, int index) {
+    if (sched->trace == NULL) {
+        return -1;
+    }
+    char name[96];
+    snprintf(name, sizeof name, "copy %s", in->src->name);
+    ggml_backend_t queue = track < sched->n_backends ? sched->backends[track] : NULL;
+    return ggmlx_sched_trace_begin(sched->trace, track, queue, name, "copy", index, sched->cur_copy);
+}
+
+static void copy_span_end(struct ggml_backend_sched * sched, int track, int span) {
+    if (span >= 0) {
+        ggmlx_sched_trace_end(sched->trace, span, track < sched->n_backends ? sched->backends[track] : NULL);
+    }
+}
+
+/*
+ * One input copy a -> b of split index, through a queue when one can make it: the
+ * destination's copy (cpy_tensor_async), or the queue on the device side of host memory
+ * (set/get_tensor_async). *b_after: the backends whose work so far b's queue already waits
+ * for (b's earlier copies of this split), which b need not wait for again.
+ */
+static void copy_one(struct ggml_backend_sched * sched, const struct sched_input * in, int index, uint32_t * b_after) {
+    const int      ia = in->src_backend, ib = in->dst_backend;
+    ggml_backend_t a = sched->backends[ia];
+    ggml_backend_t b = sched->backends[ib];
     const size_t   n = ggml_nbytes(in->src);
     const bool  best = sched->copy_mode == SCHED_COPY_BEST;
+    int         span;
     sched->stats.bytes_copied += n;
     if (sched->copy_mode == SCHED_COPY_SYNC) {
         goto sync;
@@ -151,13 +176,27 @@ static void copy_one(struct ggml_backend_sched * sched, const struct sched_input
             goto sync;
         }
         ggml_backend_tensor_get(in->src, host, 0, n);
+        span = copy_span(sched, ib, in, index);
         ggml_backend_tensor_set_async(b, in->dst, host, 0, n);
+        copy_span_end(sched, ib, span);
         sched->stats.n_async_copies++;
         return;
     }
-    if (best && b->iface.cpy_tensor_async != NULL && b->iface.cpy_tensor_async(a, b, in->src, in->dst)) {
-        sched->stats.n_async_copies++;
-        return;
+    if (best && b->iface.cpy_tensor_async != NULL) {
+        /* the backend's copy orders itself after a's work (docs/async.md rule 7), but that
+         * wait would happen inside the copy: with events, b waits first, in a span of its own */
+        if (sched->ev_progress[ia] != NULL && sched->ev_reads[ib] != NULL && !(*b_after & (1u << ia))) {
+            queue_after(sched, ib, ia);
+            *b_after |= 1u << ia;
+        }
+        span = copy_span(sched, ib, in, index);
+        if (b->iface.cpy_tensor_async(a, b, in->src, in->dst)) {
+            copy_span_end(sched, ib, span);
+            sched->stats.n_async_copies++;
+            return;
+        }
+        /* refused (another kind of source, say): the span is left open, which keeps it out of
+         * the trace, and the copy is made below in its own span */
     }
     ggml_backend_buffer_t sbuf = ggmlx_tensor_buffer(in->src);
     ggml_backend_buffer_t dbuf = ggmlx_tensor_buffer(in->dst);
@@ -166,16 +205,24 @@ static void copy_one(struct ggml_backend_sched * sched, const struct sched_input
     }
     if (sbuf != NULL && ggml_backend_buffer_is_host(sbuf) && b->iface.set_tensor_async != NULL) {
         /* b reads the host memory itself, once a's work that writes it is done */
-        queue_after(sched, in->dst_backend, in->src_backend);
+        if (!(*b_after & (1u << ia))) {
+            queue_after(sched, ib, ia);
+            *b_after |= 1u << ia;
+        }
+        span = copy_span(sched, ib, in, index);
         ggml_backend_tensor_set_async(b, in->dst, in->src->data, 0, n);
+        copy_span_end(sched, ib, span);
         sched->stats.n_async_copies++;
         return;
     }
     if (dbuf != NULL && ggml_backend_buffer_is_host(dbuf) && a->iface.get_tensor_async != NULL) {
         /* a writes b's memory: not before b's earlier work is done with it */
-        queue_after(sched, in->src_backend, in->dst_backend);
+        queue_after(sched, ia, ib);
+        span = copy_span(sched, ia, in, index);
         ggml_backend_tensor_get_async(a, in->src, in->dst->data, 0, n);
-        queue_after(sched, in->dst_backend, in->src_backend);
+        copy_span_end(sched, ia, span);
+        queue_after(sched, ib, ia);
+        *b_after |= 1u << ia;
         sched->stats.n_async_copies++;
         return;
     }
@@ -183,9 +230,14 @@ bounce:
     if (a->iface.get_tensor_async != NULL && b->iface.set_tensor_async != NULL) {
         void * host = staging_take(sched, n);
         if (host != NULL) {
+            span = copy_span(sched, ia, in, index);
             ggml_backend_tensor_get_async(a, in->src, host, 0, n);
-            queue_after(sched, in->dst_backend, in->src_backend);
+            copy_span_end(sched, ia, span);
+            queue_after(sched, ib, ia);
+            *b_after |= 1u << ia;
+            span = copy_span(sched, ib, in, index);
             ggml_backend_tensor_set_async(b, in->dst, host, 0, n);
+            copy_span_end(sched, ib, span);
             sched->stats.n_async_copies++;
             return;
         }
@@ -193,28 +245,22 @@ bounce:
 sync:
     ggml_backend_synchronize(a);
     ggml_backend_synchronize(b);
+    span = copy_span(sched, sched->n_backends, in, index);
     ggml_backend_tensor_copy(in->src, in->dst);
+    copy_span_end(sched, sched->n_backends, span);
     sched->stats.n_sync_fallbacks++;
 }
 
 static void copy_inputs(struct ggml_backend_sched * sched, const struct sched_split * sp, int index) {
-    const int b    = sp->backend;
-    int       span = -1;
-    if (sched->trace != NULL) {
-        span = ggmlx_sched_trace_begin(sched->trace, b, sched->backends[b], "copy", "copy", index, sched->cur_copy);
-    }
-    uint32_t sources = 0;
+    uint32_t sources = 0, after = 0;
     for (int k = sp->input_begin; k < sp->input_begin + sp->n_inputs; k++) {
         /* a source in slot memory is not overwritten before the slot is waited for */
         if (!sched->inputs[k].slotted) {
             sources |= 1u << sched->inputs[k].src_backend;
         }
-        copy_one(sched, &sched->inputs[k]);
+        copy_one(sched, &sched->inputs[k], index, &after);
     }
-    reads_recorded(sched, b, sources);
-    if (span >= 0) {
-        ggmlx_sched_trace_end(sched->trace, span, sched->backends[b]);
-    }
+    reads_recorded(sched, sp->backend, sources);
 }
 
 /* ---- computing a split ---------------------------------------------------------------------- */

@@ -209,7 +209,7 @@ static void write_events(const struct sched_trace * tr) {
     for (int i = 0; i < tr->n_spans; i++) {
         const struct trace_span * s = span_at(tr, i);
         if (!s->ended) {
-            continue; /* a compute that failed half way left it open: no sane duration */
+            continue; /* left open on purpose (a refused copy) or by a compute that failed half way */
         }
         /* the end is never before the begin on one queue; a clamp guards clock rounding (CUDA) */
         const uint64_t end = s->end_ns > s->begin_ns ? s->end_ns : s->begin_ns;

@@ -2,14 +2,23 @@
  * demo-sched.h -- the demo's fourth check: a small llama-like decoder (random weights,
  * tests/sched-model.h) through the backend scheduler over every device there is: the CUDA
  * devices when the registry has any, else the SIM devices when GGMLX_SIM_DEVICES is set, and
- * the CPU last. Its layers are spread over the devices (one WEIGHTS buffer per layer pins the
- * layer's ops), the embeddings and output layer stay on the CPU.
+ * the CPU last.
+ *
+ * Placement is a pipeline: the layers go in contiguous stages to the devices in front of the
+ * CPU (one WEIGHTS buffer per layer pins the layer's ops), the embeddings stay on the CPU and
+ * the output norm and output layer go to the last stage's device. So every batch passes each
+ * device once, CPU -> SIM0 -> SIM1, and SIM0 can take batch k + 1 while SIM1 still has batch k.
+ * (With the output layer back on SIM0, batch k + 1 would queue on SIM0 behind batch k's output
+ * layer, which waits for SIM1: the devices would take turns.) The scheduler keeps one input
+ * slot per stage plus one, so the host can set up the next batch while every stage is busy.
  *
  * The result is compared with a CPU-only run of the same model (plain graph allocator, no
  * scheduler). Then upstream's loop (reset, alloc_graph, set inputs, compute_async, no
- * synchronize) runs DEMO_SCHED_RUNS batches with two input copies, which gives tokens per
- * second, and the last batch is checked too. A Chrome/Perfetto trace of it all goes to
- * demo_sched_trace_path (ggmlx_sched_set_trace), unless GGMLX_SCHED_TRACE already names a file.
+ * synchronize) runs DEMO_SCHED_RUNS batches, which gives tokens per second, and the last batch
+ * is checked too. That timed loop is traced (ggmlx_sched_set_trace) and the trace is read back
+ * (demo-overlap.h): the check reports the share of the run during which two or more stage
+ * devices (not the CPU) had a split computing, measured on the queues. The trace goes to demo_sched_trace_path, or to
+ * the file GGMLX_SCHED_TRACE names, or, when neither is set, to a temporary file removed after.
  *
  * Included by ggml-demo.c (after its helpers).
  */
@@ -20,11 +29,16 @@
 #include "ggmlx-sched.h"
 
 #include "../../tests/sched-model.h"
+#include "demo-overlap.h"
+
+#include <errno.h>
+#include <unistd.h>
 
 #define DEMO_SCHED_RUNS 32 /* batches in the timed loop */
 
-/* the trace file (ggml-demo's --trace); NULL: none. A variable rather than a field of
- * demo_options, whose initializers in tests/test-demo.c list every field. */
+/* the trace file (ggml-demo's --trace); NULL: a temporary one, read back and removed. A
+ * variable rather than a field of demo_options, whose initializers in tests/test-demo.c list
+ * every field. */
 static const char * demo_sched_trace_path = NULL;
 
 static struct sm_config demo_sched_config(uint64_t seed) {
@@ -130,10 +144,12 @@ void demo_sched(const struct demo_options * opt, struct demo_result * res) {
     ggml_backend_t cpu = backends[n - 1];
     demo_set_threads(cpu, opt->n_threads);
 
-    /* layers over the devices in front of the CPU (the CPU alone when there are none) */
+    /* layers in contiguous stages over the devices in front of the CPU (the CPU alone when
+     * there are none), the output layer with the last stage */
     const int n_dev = n > 1 ? n - 1 : 1;
     ggml_backend_buffer_type_t layer_bufts[SM_MAX_LAYERS];
     sm_spread_layers(layer_bufts, backends, n_dev, cfg.n_layer);
+    const int n_copies = n_dev + 1 < GGMLX_SCHED_MAX_COPIES ? n_dev + 1 : GGMLX_SCHED_MAX_COPIES;
 
     float * want = malloc(sizeof(float) * n_out), * want_last = malloc(sizeof(float) * n_out),
           * got  = malloc(sizeof(float) * n_out);
@@ -150,22 +166,19 @@ void demo_sched(const struct demo_options * opt, struct demo_result * res) {
     struct sm_model m;
     struct sm_graph g;
     memset(&g, 0, sizeof g);
-    if (!sm_model_init(&m, &cfg) || !sm_model_alloc(&m, ggml_backend_cpu_buffer_type(), layer_bufts) ||
+    if (!sm_model_init(&m, &cfg) ||
+        !sm_model_alloc_staged(&m, ggml_backend_cpu_buffer_type(), layer_bufts[cfg.n_layer - 1], layer_bufts) ||
         !sm_graph_build(&g, &m, cfg.n_tokens)) {
         demo_error(res, "building the decoder (tests/sched-model.h)", GGML_STATUS_ALLOC_FAILED);
         goto out_model;
     }
-    /* parallel: two copies of the inputs, so one batch is set up while the last one computes */
+    /* parallel, with n_copies input slots: that many batches in flight */
     ggml_backend_sched_t sched = TRY(ggml_backend_sched_new(backends, NULL, n, 2 * sm_graph_size(&cfg), true, true));
     if (sched == NULL) {
         goto out_model;
     }
-    const char * env_trace = getenv("GGMLX_SCHED_TRACE");
-    /* with GGMLX_SCHED_TRACE set, the scheduler traces on its own from its creation */
-    const bool own_trace = (env_trace == NULL || env_trace[0] == '\0') && demo_sched_trace_path != NULL;
-    const char * trace = own_trace ? demo_sched_trace_path : env_trace;
-    if (own_trace && !ggmlx_sched_set_trace(sched, trace)) {
-        demo_error(res, "ggmlx_sched_set_trace", GGML_STATUS_FAILED);
+    if (!ggmlx_sched_set_n_copies(sched, n_copies)) {
+        demo_error(res, "ggmlx_sched_set_n_copies", GGML_STATUS_FAILED);
         goto out_sched;
     }
 
@@ -185,6 +198,28 @@ void demo_sched(const struct demo_options * opt, struct demo_result * res) {
     demo_sched_compare(res, got, want, n_out);
     const int n_splits = ggml_backend_sched_get_n_splits(sched);
 
+    /* the trace of the timed loop alone: the file asked for, else a temporary one */
+    const char * env_trace = getenv("GGMLX_SCHED_TRACE");
+    const char * trace     = env_trace != NULL && env_trace[0] != '\0' ? env_trace : demo_sched_trace_path;
+    char         temp_trace[256] = "";
+    if (trace == NULL) {
+        const char * dir = getenv("TMPDIR");
+        snprintf(temp_trace, sizeof temp_trace, "%s/ggml-demo-trace-XXXXXX", dir != NULL && dir[0] ? dir : "/tmp");
+        const int fd = mkstemp(temp_trace);
+        if (fd < 0) {
+            snprintf(res->error, sizeof res->error, "a temporary trace file %s: %s", temp_trace, strerror(errno));
+            res->status = DEMO_ERROR;
+            goto out_sched;
+        }
+        close(fd);
+        trace = temp_trace;
+    }
+    /* (a trace GGMLX_SCHED_TRACE started with the scheduler is written here, then restarted) */
+    if (!ggmlx_sched_set_trace(sched, trace)) {
+        demo_error(res, "ggmlx_sched_set_trace", GGML_STATUS_FAILED);
+        goto out_trace;
+    }
+
     /* upstream's loop, no synchronize until the end: batches overlap across devices */
     ggmlx_sched_reset_stats(sched);
     const int64_t t0 = ggml_time_us();
@@ -192,13 +227,13 @@ void demo_sched(const struct demo_options * opt, struct demo_result * res) {
         ggml_backend_sched_reset(sched);
         if (!ggml_backend_sched_alloc_graph(sched, g.gf)) {
             demo_error(res, "ggml_backend_sched_alloc_graph (loop)", GGML_STATUS_ALLOC_FAILED);
-            goto out_sched;
+            goto out_trace;
         }
         sm_graph_set_inputs(&g, &cfg, (uint64_t) k);
         st = ggml_backend_sched_graph_compute_async(sched, g.gf);
         if (st != GGML_STATUS_SUCCESS) {
             demo_error(res, "ggml_backend_sched_graph_compute_async", st);
-            goto out_sched;
+            goto out_trace;
         }
     }
     ggml_backend_sched_synchronize(sched);
@@ -210,15 +245,38 @@ void demo_sched(const struct demo_options * opt, struct demo_result * res) {
 
     struct ggmlx_sched_stats stats;
     ggmlx_sched_get_stats(sched, &stats);
-    snprintf(res->note, sizeof res->note,
-             "%d layers over %d device%s, %d split%s, %.0f tokens/s (%d batches of %d, 2 input copies); "
-             "%llu host waits, %llu synchronous copies; trace: %s",
-             cfg.n_layer, n_dev, n_dev == 1 ? "" : "s", n_splits, n_splits == 1 ? "" : "s", res->tokens_per_s,
-             DEMO_SCHED_RUNS, cfg.n_tokens,
-             (unsigned long long) stats.n_host_waits, (unsigned long long) stats.n_sync_fallbacks,
-             trace ? trace : "none");
-    if (own_trace && !ggmlx_sched_set_trace(sched, NULL)) {
+    if (!ggmlx_sched_set_trace(sched, NULL)) {
         demo_error(res, "writing the trace", GGML_STATUS_FAILED);
+        goto out_trace;
+    }
+    struct demo_overlap ov;
+    res->has_overlap = demo_trace_overlap(trace, n_dev, &ov); /* the stages' tracks, not the CPU's */
+    if (res->has_overlap) {
+        res->overlap_share = ov.share;
+        res->overlap_ms    = ov.shared_us / 1000.0;
+        res->run_ms        = ov.run_us / 1000.0;
+    }
+    char overlap[128] = "stages computing at once: not measured (the trace could not be read)";
+    if (res->has_overlap && n_dev == 1) {
+        snprintf(overlap, sizeof overlap, "one stage, nothing to overlap");
+    } else if (res->has_overlap) {
+        snprintf(overlap, sizeof overlap, "two or more stages computing %.0f%% of the time (%.1f of %.1f ms, traced)",
+                 100.0 * res->overlap_share, res->overlap_ms, res->run_ms);
+    }
+    const int note_len =
+        snprintf(res->note, sizeof res->note,
+                 "%d layers in %d stage%s, %d split%s, %.0f tokens/s (%d batches of %d, %d input copies); %s; "
+                 "%llu host waits, %llu synchronous copies; trace: %s",
+                 cfg.n_layer, n_dev, n_dev == 1 ? "" : "s", n_splits, n_splits == 1 ? "" : "s", res->tokens_per_s,
+                 DEMO_SCHED_RUNS, cfg.n_tokens, n_copies, overlap, (unsigned long long) stats.n_host_waits,
+                 (unsigned long long) stats.n_sync_fallbacks, temp_trace[0] ? "none kept" : trace);
+    if (note_len >= (int) sizeof res->note) {
+        memcpy(res->note + sizeof res->note - 4, "...", 4); /* a long trace path: cut, and says so */
+    }
+out_trace:
+    if (temp_trace[0] != '\0') {
+        ggmlx_sched_set_trace(sched, NULL);
+        unlink(temp_trace);
     }
 out_sched:
     ggml_backend_sched_free(sched);

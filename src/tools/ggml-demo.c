@@ -8,9 +8,10 @@
  *   decoder  one llama-style transformer block: RMSNorm, Q/K/V projections, RoPE, causal
  *            multi-head attention, output projection, residual, RMSNorm, SwiGLU, residual
  * and a fourth, on every device at once:
- *   scheduler  an 8-layer decoder through the backend scheduler, its layers spread over the
- *              CUDA devices (else the SIM devices, else the CPU), checked against a CPU-only
- *              run, with tokens per second and a Chrome/Perfetto trace (demo-sched.h)
+ *   scheduler  an 8-layer decoder through the backend scheduler, its layers in pipeline stages
+ *              over the CUDA devices (else the SIM devices, else the CPU), checked against a
+ *              CPU-only run, with tokens per second, a Chrome/Perfetto trace and the share of
+ *              the time two or more stages computed, read from that trace (demo-sched.h)
  * and a fifth, tensor parallelism:
  *   meta       a 4-layer decoder split across the CUDA devices (else the SIM devices, else the
  *              CPU alone) as one meta device, checked against a CPU-only run (demo-meta.h)
@@ -90,6 +91,11 @@ struct demo_result {
     char             error[768];        /* DEMO_ERROR: what failed and ggmlx_last_error() */
     double           tokens_per_s;      /* the scheduler and meta checks; 0 for the others */
     char             note[512];         /* the scheduler and meta checks: how they ran */
+    /* the scheduler check: its timed run's trace read back (demo-overlap.h); false when unread */
+    bool             has_overlap;
+    double           overlap_share;     /* of the run, two or more devices computing */
+    double           overlap_ms;        /* that time */
+    double           run_ms;            /* first compute start to last compute end in the trace */
 };
 
 static const char * demo_status_name(enum demo_status s) {
@@ -642,6 +648,14 @@ static void print_json(const struct demo_options * opt, const struct demo_result
         if (r[i].tokens_per_s > 0.0) {
             printf(", \"tokens_per_s\": ");
             print_json_number(r[i].tokens_per_s);
+            if (r[i].has_overlap) {
+                printf(", \"overlap_share\": ");
+                print_json_number(r[i].overlap_share);
+                printf(", \"overlap_ms\": ");
+                print_json_number(r[i].overlap_ms);
+                printf(", \"traced_ms\": ");
+                print_json_number(r[i].run_ms);
+            }
             printf(", \"note\": ");
             print_json_string(r[i].note);
         }
@@ -663,7 +677,7 @@ static void usage(FILE * f) {
                "  --json        print the report as JSON\n"
                "  --trace FILE  the scheduler check's Chrome/Perfetto trace (default %s;\n"
                "                GGMLX_SCHED_TRACE, when set, names it instead)\n"
-               "  --no-trace    write no trace\n"
+               "  --no-trace    keep no trace file (the check still traces, to a temporary file)\n"
                "GGMLX_SIM_DEVICES=N runs the scheduler check over N simulated devices when there is no GPU.\n"
                "Exit status 0 when every check passes, 1 otherwise.\n",
             DEMO_DEFAULT_SEED, GGML_MAX_N_THREADS, DEMO_DEFAULT_THREADS, DEMO_DEFAULT_TRACE);
