@@ -5,6 +5,7 @@
  */
 #include <criterion/criterion.h>
 
+#include "ggml-impl.h"
 #include "graph-cache.h"
 
 #include "ggml.h"

@@ -5,6 +5,8 @@
  */
 #include <criterion/criterion.h>
 
+#include "ggml-impl.h"
+#include "parse-bytes.h"
 #include "virtual-devices.h"
 
 #include <pthread.h>
