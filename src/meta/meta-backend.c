@@ -50,7 +50,7 @@ static enum ggml_status add_into(ggml_backend_t backend, struct ggml_tensor * x,
  * x[d] away, recorded as an event after that copy on the partner's queue.
  */
 enum ggml_status ggmlx_meta_allreduce_enqueue(ggml_backend_t * backends, struct ggml_tensor ** x, struct ggml_tensor ** tmp,
-                                        size_t n) {
+                                              size_t n) {
     if (n <= 1) {
         return GGML_STATUS_SUCCESS;
     }

@@ -470,7 +470,7 @@ static void meta_buffer_get_tensor(ggml_backend_buffer_t buffer, const struct gg
 }
 
 bool ggmlx_meta_buffer_io_async(ggml_backend_t * backends, const struct ggml_tensor * tensor, void * host, const void * src,
-                          size_t offset, size_t size) {
+                                size_t offset, size_t size) {
     struct meta_buffer * mb = ggmlx_meta_buffer_of(ggmlx_tensor_buffer(tensor));
     if (mb == NULL) {
         return false;

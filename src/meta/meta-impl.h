@@ -57,7 +57,7 @@ static inline size_t meta_axis_bytes(const struct ggml_tensor * t, int a, int64_
  * when the state is not valid for a statically allocated tensor.
  */
 bool ggmlx_meta_split_from_user(const struct ggml_backend_meta_split_state * u, const struct ggml_tensor * t, size_t n_devs,
-                          struct meta_split * out, const char * func);
+                                struct meta_split * out, const char * func);
 
 /* ---- device ---------------------------------------------------------------------------------- */
 
@@ -126,7 +126,7 @@ struct meta_dev_view {
  * a read into host. False when tensor is not in a meta buffer.
  */
 bool ggmlx_meta_buffer_io_async(ggml_backend_t * backends, const struct ggml_tensor * tensor, void * host, const void * src,
-                          size_t offset, size_t size);
+                                size_t offset, size_t size);
 
 bool ggmlx_meta_buffer_dev_view(const struct ggml_tensor * t, const struct meta_split * s, size_t d, struct meta_dev_view * out);
 
@@ -158,7 +158,7 @@ enum ggml_status ggmlx_meta_graph_compute(struct meta_backend * mb, struct ggml_
  * type and shape, contiguous); tmp[d] is a scratch tensor of the same shape on device d.
  */
 enum ggml_status ggmlx_meta_allreduce_enqueue(ggml_backend_t * backends, struct ggml_tensor ** x, struct ggml_tensor ** tmp,
-                                        size_t n);
+                                              size_t n);
 
 /* per-op propagation of split states (meta-state.c) */
 enum meta_rule {
@@ -175,7 +175,7 @@ struct meta_rule_result {
 };
 
 enum meta_rule ggmlx_meta_rule_apply(const struct ggml_tensor * node, const struct meta_split * const * src, size_t n_devs,
-                               struct meta_rule_result * r);
+                                     struct meta_rule_result * r);
 
 /*
  * Whether a tensor with split have can be handed to a kernel as want on each device: equal, or
@@ -183,6 +183,6 @@ enum meta_rule ggmlx_meta_rule_apply(const struct ggml_tensor * node, const stru
  * (extent 1) along want's axis.
  */
 bool ggmlx_meta_can_view_as(const struct ggml_tensor * t, const struct meta_split * have, const struct meta_split * want,
-                      size_t n_devs);
+                            size_t n_devs);
 
 #endif /* GGMLX_META_IMPL_H */

@@ -68,7 +68,7 @@ void ggmlx_meta_split_mirrored(struct meta_split * s) {
 }
 
 bool ggmlx_meta_split_from_user(const struct ggml_backend_meta_split_state * u, const struct ggml_tensor * t, size_t n_devs,
-                          struct meta_split * out, const char * func) {
+                                struct meta_split * out, const char * func) {
     memset(out, 0, sizeof *out);
     if (u->axis == GGML_BACKEND_SPLIT_AXIS_MIRRORED) {
         ggmlx_meta_split_mirrored(out);

@@ -11,7 +11,7 @@
 #include <string.h>
 
 bool ggmlx_meta_can_view_as(const struct ggml_tensor * t, const struct meta_split * have, const struct meta_split * want,
-                      size_t n_devs) {
+                            size_t n_devs) {
     if (ggmlx_meta_split_equal(have, want, n_devs)) {
         return true;
     }
@@ -261,7 +261,7 @@ static enum meta_rule rule_mul_mat(const struct ggml_tensor * node, const struct
 }
 
 enum meta_rule ggmlx_meta_rule_apply(const struct ggml_tensor * node, const struct meta_split * const * src, size_t n_devs,
-                               struct meta_rule_result * r) {
+                                     struct meta_rule_result * r) {
     memset(r->why, 0, sizeof r->why);
     r->reduce_src = -1;
     bool any_partial = false;
