@@ -93,11 +93,9 @@ extern "C" {
 
     GGML_BACKEND_API ggml_backend_t              ggmlx_host_backend_new(const struct ggmlx_host_backend_params * params);
     GGML_BACKEND_API struct ggmlx_host_backend * ggmlx_host_backend_of(ggml_backend_t backend);
-    GGML_BACKEND_API struct ggmlx_queue *        ggmlx_host_backend_queue(const struct ggmlx_host_backend * hb);
     GGML_BACKEND_API struct ggmlx_host_settings  ggmlx_host_backend_settings(const struct ggmlx_host_backend * hb);
     GGML_BACKEND_API void                        ggmlx_host_backend_update(struct ggmlx_host_backend * hb,
                                                                            const struct ggmlx_host_settings * s);
-    GGML_BACKEND_API struct ggmlx_host_settings  ggmlx_host_backend_run_settings(const struct ggmlx_host_backend * hb);
     /* the CPU kernel of node's op and types, NULL when the CPU has none */
     GGML_BACKEND_API ggmlx_cpu_kernel_t          ggmlx_cpu_kernel_for(const struct ggml_tensor * node);
 
