@@ -1,6 +1,6 @@
 /*
- * launch-config.c -- see launch-config.h. Plain C11: compiled into libggml-cuda and, through
- * #include, straight into the tests.
+ * launch-config.c -- see launch-config.h. Plain C11: compiled into libggml-cuda and, as the object
+ * library ggmlx-cuda-plain (tests/CMakeLists.txt), into its tests.
  */
 #include "launch-config.h"
 

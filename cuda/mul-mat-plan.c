@@ -1,6 +1,6 @@
 /*
- * mul-mat-plan.c -- see mul-mat-plan.h. Plain C11: compiled into libggml-cuda and, through
- * #include, straight into the tests.
+ * mul-mat-plan.c -- see mul-mat-plan.h. Plain C11: compiled into libggml-cuda and, as the object
+ * library ggmlx-cuda-plain (tests/CMakeLists.txt), into its tests.
  */
 #include "mul-mat-plan.h"
 

@@ -39,7 +39,7 @@ extern "C" {
     GGML_API bool ggmlx_meta_get_stats(ggml_backend_t backend, struct ggmlx_meta_stats * out);
     GGML_API void ggmlx_meta_reset_stats(ggml_backend_t backend);
 
-    /* Number of devices of a meta device, buffer or backend; 0 when it is not one. */
+    /* Number of devices a meta device spans; 0 when dev is not a meta device (or is NULL). */
     GGML_API size_t ggmlx_meta_dev_n_devices(ggml_backend_dev_t dev);
 
     /*

@@ -1,13 +1,12 @@
 /*
- * test-conformance.c -- the conformance runner (src/tools/ggml-conformance.c) in-process: every
+ * test-conformance.c -- the conformance runner (src/tools/conformance/cf-run.h) in-process: every
  * backend rule and op case passes on every device the registry finds, and the runner can fail:
  * a wrong reference, a broken guard byte, a missing CUDA device under GGMLX_TEST_REQUIRE_CUDA
  * are each reported as failures.
  */
 #include <criterion/criterion.h>
 
-#define GGMLX_CONFORMANCE_NO_MAIN
-#include "../src/tools/ggml-conformance.c"
+#include "tools/conformance/cf-run.h"
 
 /* fewer would mean cases silently went missing from the list */
 #define MIN_CASES_PER_DEVICE 400

@@ -1,5 +1,5 @@
 /*
- * test-cuda-dispatch.c -- the CUDA backend's node dispatch (cuda/cuda-dispatch.c, compiled in
+ * test-cuda-dispatch.c -- the CUDA backend's node dispatch (cuda/cuda-dispatch.c, linked in
  * here with stub launchers, so no GPU is needed): what supports_op accepts and refuses, the
  * scratch mul_mat asks for, and which launcher compute_node calls. Needs only the CUDA headers;
  * built without CUDA it reports itself skipped.
@@ -8,9 +8,10 @@
 
 #if defined(GGMLX_TEST_CUDA_HEADERS)
 
-#include "../cuda/cuda-dispatch.c"
-#include "../cuda/launch-config.c"
-#include "../cuda/mul-mat-plan.c"
+#include "cuda-kernels.h"
+#include "ggml-impl.h"
+#include "launch-config.h"
+#include "mul-mat-plan.h"
 
 /* ---- stub launchers: record the call, touch nothing ---------------------------------------- */
 

@@ -16,8 +16,8 @@ Test(cuda_emu_backend, unavailable_in_this_build) {
 
 #else
 
-#define GGMLX_CONFORMANCE_NO_MAIN
-#include "../src/tools/ggml-conformance.c"
+#include "tools/conformance/cf-run.h"
+#include "ggmlx-backend.h"
 
 #include "ggml-cuda.h"
 #include "cuda-emu/emu-test-filter.h"

@@ -18,8 +18,8 @@ Test(cuda_emu, unavailable_in_this_build) {
 
 #else
 
-#define GGMLX_CONFORMANCE_NO_MAIN
-#include "../src/tools/ggml-conformance.c"
+#include "tools/conformance/cf-run.h"
+#include "ggmlx-backend.h"
 
 #include "cuda-emu/emu-test-filter.h"
 #include "ggmlx-emu.h"

@@ -1,6 +1,6 @@
 /*
  * test-cuda-gemm-plan.c -- the cuBLAS calls that cuda/mul-mat-plan.c describes for MUL_MAT
- * (compiled in directly: no CUDA toolkit or GPU needed), run through a column-major GEMM
+ * (linked as plain C: no CUDA toolkit or GPU needed), run through a column-major GEMM
  * emulator written here that honours transposes, leading dimensions, strides, batch counts,
  * call loops and pointer arrays, and checks that every read and write stays inside its buffer.
  * Results are compared with a double-precision mul_mat computed from ggml's definition:
@@ -9,7 +9,8 @@
  */
 #include <criterion/criterion.h>
 
-#include "../cuda/mul-mat-plan.c"
+#include "ggml.h"
+#include "mul-mat-plan.h"
 #include "ggml-math.h"
 
 #include <math.h>

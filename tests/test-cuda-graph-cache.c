@@ -1,11 +1,12 @@
 /*
  * test-cuda-graph-cache.c -- the CUDA graph replay decision without a GPU (cuda/graph-cache.c
- * compiled in directly; executable graphs are fake pointers). A replay must follow only a
+ * linked as plain C; executable graphs are fake pointers). A replay must follow only a
  * compute equal in every property a kernel launch depends on; anything else launches plainly.
  */
 #include <criterion/criterion.h>
 
-#include "../cuda/graph-cache.c"
+#include "ggml-impl.h"
+#include "graph-cache.h"
 
 #include "ggml.h"
 

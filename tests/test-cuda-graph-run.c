@@ -1,5 +1,5 @@
 /*
- * test-cuda-graph-run.c -- capturing and replaying CUDA graphs (cuda/cuda-graph.c, compiled in
+ * test-cuda-graph-run.c -- capturing and replaying CUDA graphs (cuda/cuda-graph.c, linked in
  * here over stub runtime functions, so no GPU is needed): the warm-up, capture and replay
  * sequence, the update of a stale executable graph, and that every failure on the way launches
  * the compute plainly with the same result. Needs only the CUDA headers; built without CUDA it
@@ -9,8 +9,9 @@
 
 #if defined(GGMLX_TEST_CUDA_HEADERS)
 
-#include "../cuda/cuda-graph.c"
-#include "../cuda/graph-cache.c"
+#include "cuda-graph.h"
+#include "ggml-impl.h"
+#include "graph-cache.h"
 
 #include <stdint.h>
 #include <stdlib.h>

@@ -1,13 +1,13 @@
 /*
- * test-cuda-launch.c -- the CUDA kernels' launch configurations (cuda/launch-config.c, compiled
- * in directly: no CUDA toolkit or GPU needed). For sweeps of shapes from 1 to past every grid
+ * test-cuda-launch.c -- the CUDA kernels' launch configurations (cuda/launch-config.c, linked
+ * as plain C: no CUDA toolkit or GPU needed). For sweeps of shapes from 1 to past every grid
  * limit, each configuration must respect the device's limits (grid y/z <= 65535, x <= 2^31-1,
  * block <= 1024 threads, shared memory within the per-block limit) and, replaying the kernels'
  * own loops with their 64-bit index arithmetic, reach every element exactly once.
  */
 #include <criterion/criterion.h>
 
-#include "../cuda/launch-config.c"
+#include "launch-config.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,11 +1,11 @@
 /*
  * test-cuda-row-check.c -- turning the CUDA rows kernels' error word into a message, and when the
- * host reads the word back at all (cuda/row-check.c compiled in; words written by hand as the
+ * host reads the word back at all (cuda/row-check.c linked in; words written by hand as the
  * kernels would). No GPU or CUDA header needed: it runs in CPU-only builds too.
  */
 #include <criterion/criterion.h>
 
-#include "../cuda/row-check.c"
+#include "row-check.h"
 
 #include "ggml.h"
 

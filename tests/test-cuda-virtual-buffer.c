@@ -1,5 +1,5 @@
 /*
- * test-cuda-virtual-buffer.c -- device buffers of virtual devices (cuda/cuda-buffer.c, compiled
+ * test-cuda-virtual-buffer.c -- device buffers of virtual devices (cuda/cuda-buffer.c, linked
  * in here over stub runtime functions whose "device memory" is host memory, so no GPU is
  * needed): each device's budget is taken before cudaMalloc, so one device out of memory is
  * refused with a message while another on the same GPU still allocates; freeing and a failed
@@ -10,7 +10,7 @@
 
 #if defined(GGMLX_TEST_CUDA_HEADERS)
 
-#include "../cuda/cuda-buffer.c"
+#include "cuda-impl.h"
 
 #include "ggml-alloc.h"
 

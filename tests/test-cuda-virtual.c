@@ -1,11 +1,13 @@
 /*
  * test-cuda-virtual.c -- GGML_CUDA_DEVICES virtual devices without a GPU (cuda/virtual-devices.c
- * compiled in directly): parsing the device count and byte budgets, the round-robin mapping, and
+ * linked as plain C): parsing the device count and byte budgets, the round-robin mapping, and
  * the per-device accounting that buffer allocation goes through, from many threads at once.
  */
 #include <criterion/criterion.h>
 
-#include "../cuda/virtual-devices.c"
+#include "ggml-impl.h"
+#include "parse-bytes.h"
+#include "virtual-devices.h"
 
 #include <pthread.h>
 #include <stdint.h>

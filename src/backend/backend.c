@@ -362,12 +362,6 @@ size_t ggmlx_backend_queue_pending(ggml_backend_t backend) {
 
 /* ---- time stamps on queues (scheduler traces) ---------------------------------------------- */
 
-uint64_t ggmlx_time_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
-}
-
 bool ggmlx_backend_queue_mark(ggml_backend_t backend, uint64_t * ns) {
     if (backend != NULL && ns != NULL && backend->iface.queue_mark != NULL) {
         backend->iface.queue_mark(backend, ns);

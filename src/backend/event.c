@@ -5,11 +5,10 @@
 #include "backend-check.h"
 
 const struct ggmlx_composite_event * ggmlx_event_composite(ggml_backend_event_t event) {
-    if (event == NULL || event->device == NULL || event->device->iface.get_type == NULL ||
-        event->device->iface.get_type(event->device) != GGML_BACKEND_DEVICE_TYPE_META) {
+    if (event == NULL || event->device == NULL || event->device->iface.event_parts == NULL) {
         return NULL;
     }
-    return (const struct ggmlx_composite_event *) event->context;
+    return event->device->iface.event_parts(event->device, event);
 }
 
 ggml_backend_event_t ggml_backend_event_new(ggml_backend_dev_t device) {
@@ -85,8 +84,9 @@ void ggml_backend_event_wait(ggml_backend_t backend, ggml_backend_event_t event)
     return;
 #endif
     const struct ggmlx_composite_event * parts = ggmlx_event_composite(event);
-    if (parts != NULL && !ggml_backend_is_meta(backend)) {
-        /* a plain queue waits for a meta device's event by waiting for each device's part */
+    if (parts != NULL && backend->device != event->device) {
+        /* a backend of another device waits for a composite event by waiting for each part;
+           one of the event's own device knows its parts (its event_wait takes them apart) */
         for (size_t i = 0; i < parts->n; i++) {
             ggml_backend_event_wait(backend, parts->parts[i]);
         }

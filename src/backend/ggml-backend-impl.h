@@ -11,6 +11,9 @@
 
 #include "ggml-backend.h"
 #include "ggml-impl.h"
+#include "ggmlx-backend-impl.h"
+
+#include <time.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -72,49 +75,49 @@ struct ggml_backend_buffer {
 };
 
 /* A new buffer struct (usage ANY); NULL when the host is out of memory. */
-GGML_API ggml_backend_buffer_t ggml_backend_buffer_init(ggml_backend_buffer_type_t buft, struct ggml_backend_buffer_i iface,
-                                                        void * context, size_t size);
+ggml_backend_buffer_t ggml_backend_buffer_init(ggml_backend_buffer_type_t buft, struct ggml_backend_buffer_i iface,
+                                               void * context, size_t size);
 
 /*
  * ggml_backend_tensor_alloc without its checks, for allocators whose plan already guarantees
  * that tensor is unallocated, not a view, and fits at addr inside buffer.
  */
-GGML_API enum ggml_status ggmlx_tensor_place(ggml_backend_buffer_t buffer, struct ggml_tensor * tensor, void * addr);
+enum ggml_status ggmlx_tensor_place(ggml_backend_buffer_t buffer, struct ggml_tensor * tensor, void * addr);
 
 /* do not use directly: ggml_backend_tensor_copy */
-GGML_API bool ggml_backend_buffer_copy_tensor(const struct ggml_tensor * src, struct ggml_tensor * dst);
+bool ggml_backend_buffer_copy_tensor(const struct ggml_tensor * src, struct ggml_tensor * dst);
 
 /* A buffer made of several (used when a context's tensors exceed one buffer's max size). */
-GGML_API ggml_backend_buffer_t ggml_backend_multi_buffer_alloc_buffer(ggml_backend_buffer_t * buffers, size_t n_buffers);
-GGML_API bool                  ggml_backend_buffer_is_multi_buffer(ggml_backend_buffer_t buffer);
-GGML_API void                  ggml_backend_multi_buffer_set_usage(ggml_backend_buffer_t buffer, enum ggml_backend_buffer_usage usage);
+ggml_backend_buffer_t ggml_backend_multi_buffer_alloc_buffer(ggml_backend_buffer_t * buffers, size_t n_buffers);
+bool                  ggml_backend_buffer_is_multi_buffer(ggml_backend_buffer_t buffer);
+void                  ggml_backend_multi_buffer_set_usage(ggml_backend_buffer_t buffer, enum ggml_backend_buffer_usage usage);
 
 /* ---- meta device (src/meta/) ---------------------------------------------------------------- */
 
-GGML_API bool ggml_backend_is_meta(ggml_backend_t backend);
-GGML_API bool ggml_backend_buffer_is_meta(ggml_backend_buffer_t buf);
-GGML_API bool ggml_backend_buft_is_meta(ggml_backend_buffer_type_t buft);
+bool ggml_backend_is_meta(ggml_backend_t backend);
+bool ggml_backend_buffer_is_meta(ggml_backend_buffer_t buf);
+bool ggml_backend_buft_is_meta(ggml_backend_buffer_type_t buft);
 /* number of simple backends of a meta backend, and the i-th (NULL when out of range) */
-GGML_API size_t         ggml_backend_meta_n_backends(ggml_backend_t meta_backend);
-GGML_API ggml_backend_t ggml_backend_meta_simple_backend(ggml_backend_t meta_backend, size_t index);
+size_t         ggml_backend_meta_n_backends(ggml_backend_t meta_backend);
+ggml_backend_t ggml_backend_meta_simple_backend(ggml_backend_t meta_backend, size_t index);
 /*
  * Allocates ctx's tensors in a meta buffer type: each device's buffer holds only its slices.
  * Called by ggml_backend_alloc_ctx_tensors_from_buft when buft is a meta buffer type.
  */
-GGML_API ggml_backend_buffer_t ggml_backend_meta_alloc_ctx_tensors_from_buft(struct ggml_context * ctx,
+ggml_backend_buffer_t ggml_backend_meta_alloc_ctx_tensors_from_buft(struct ggml_context * ctx,
                                                                              ggml_backend_buffer_type_t buft);
 
 /*
  * An event made of one event per device (a meta device's): recording records every part on
- * its own backend, waiting waits for every part. The generic event calls take the parts apart,
- * so any backend can wait for a composite event.
+ * its own backend, waiting waits for every part. The generic event calls take the parts apart
+ * (the device's event_parts says what they are), so any backend can wait for a composite event.
  */
 struct ggmlx_composite_event {
     size_t               n;
     ggml_backend_event_t parts[GGML_BACKEND_META_MAX_DEVICES];
 };
-/* the parts when event's device is a meta device, else NULL */
-GGML_API const struct ggmlx_composite_event * ggmlx_event_composite(ggml_backend_event_t event);
+/* the parts, from the event's device (event_parts), or NULL when the event has none */
+const struct ggmlx_composite_event * ggmlx_event_composite(ggml_backend_event_t event);
 
 /* ---- backend (one in-order queue) ---------------------------------------------------------- */
 
@@ -207,6 +210,15 @@ struct ggml_backend_device_i {
     ggml_backend_event_t       (*event_new)(ggml_backend_dev_t dev);                                               /* opt */
     void                       (*event_free)(ggml_backend_dev_t dev, ggml_backend_event_t event);
     void                       (*event_synchronize)(ggml_backend_dev_t dev, ggml_backend_event_t event);
+
+    /* ---- ggmlx additions ---- */
+
+    /*
+     * opt: the parts of event when this device's events are made of other devices' events (a
+     * meta device's: one per device), else NULL. ggml_backend_event_wait has a backend of any
+     * other device wait for each part, so no backend needs to know what made the event.
+     */
+    const struct ggmlx_composite_event * (*event_parts)(ggml_backend_dev_t dev, ggml_backend_event_t event);
 };
 
 struct ggml_backend_device {
@@ -267,9 +279,13 @@ static inline void * ggmlx_proc_lookup(const struct ggmlx_proc * procs, size_t n
  * Stamp *ns with the monotonic clock (ns) when backend's queue reaches this point; true when
  * the backend does (queue_mark), false when it cannot and *ns got the time of the call.
  */
-GGML_API bool     ggmlx_backend_queue_mark(ggml_backend_t backend, uint64_t * ns);
-/* CLOCK_MONOTONIC in ns */
-GGML_API uint64_t ggmlx_time_ns(void);
+bool     ggmlx_backend_queue_mark(ggml_backend_t backend, uint64_t * ns);
+/* CLOCK_MONOTONIC in ns (inline: every library times its own work, none exports it) */
+static inline uint64_t ggmlx_time_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
+}
 
 /* the buffer that owns tensor's memory (a view's source's buffer); NULL when unallocated */
 static inline ggml_backend_buffer_t ggmlx_tensor_buffer(const struct ggml_tensor * t) {

@@ -13,6 +13,8 @@
 #ifndef GGMLX_HOST_ALIAS_H
 #define GGMLX_HOST_ALIAS_H
 
+#include "ggmlx-backend-impl.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 

@@ -7,6 +7,8 @@
 
 #include "ggml.h"
 #include "ggmlx.h"
+/* the functions other libraries call here are declared exported there first */
+#include "ggmlx-backend-impl.h"
 
 #include <stdarg.h>
 #include <stdbool.h>

@@ -165,12 +165,13 @@ void ggml_set_f32_nd(const struct ggml_tensor * tensor, int i0, int i1, int i2, 
 }
 
 struct ggml_tensor * ggml_new_i32(struct ggml_context * ctx, int32_t value) {
-    struct ggml_tensor * t = ggml_new_tensor_1d(ctx, GGML_TYPE_I32, 1);
-    if (t == NULL) {
+    /* asked before the tensor is made, so a refused call takes nothing from the context */
+    if (ctx != NULL && ggml_get_no_alloc(ctx)) {
+        ggmlx_error(__func__, "the context is no_alloc: the value has nowhere to go");
         return NULL;
     }
-    if (t->data == NULL) {
-        ggmlx_ctx_fail(ctx, __func__, "the context is no_alloc: the value has nowhere to go");
+    struct ggml_tensor * t = ggml_new_tensor_1d(ctx, GGML_TYPE_I32, 1);
+    if (t == NULL) {
         return NULL;
     }
     *(int32_t *) t->data = value;
@@ -178,12 +179,13 @@ struct ggml_tensor * ggml_new_i32(struct ggml_context * ctx, int32_t value) {
 }
 
 struct ggml_tensor * ggml_new_f32(struct ggml_context * ctx, float value) {
-    struct ggml_tensor * t = ggml_new_tensor_1d(ctx, GGML_TYPE_F32, 1);
-    if (t == NULL) {
+    /* asked before the tensor is made, so a refused call takes nothing from the context */
+    if (ctx != NULL && ggml_get_no_alloc(ctx)) {
+        ggmlx_error(__func__, "the context is no_alloc: the value has nowhere to go");
         return NULL;
     }
-    if (t->data == NULL) {
-        ggmlx_ctx_fail(ctx, __func__, "the context is no_alloc: the value has nowhere to go");
+    struct ggml_tensor * t = ggml_new_tensor_1d(ctx, GGML_TYPE_F32, 1);
+    if (t == NULL) {
         return NULL;
     }
     *(float *) t->data = value;

@@ -268,11 +268,10 @@ enum ggml_status ggml_graph_compute_with_ctx(struct ggml_context * ctx, struct g
         return GGML_STATUS_FAILED;
     }
     if (plan.work_size > 0) {
-        struct ggml_object * obj = ggmlx_ctx_new_object(ctx, GGML_OBJECT_TYPE_WORK_BUFFER, plan.work_size);
-        if (obj == NULL) {
+        plan.work_data = ggml_new_buffer(ctx, plan.work_size);
+        if (plan.work_data == NULL) {
             return GGML_STATUS_ALLOC_FAILED;
         }
-        plan.work_data = (uint8_t *) ctx->mem_buffer + obj->offs;
     }
     return ggml_graph_compute(cgraph, &plan);
 }

@@ -24,7 +24,7 @@ struct ggmlx_cpu_params {
     struct ggmlx_cpu_state * state;
 };
 
-typedef void (*ggmlx_cpu_kernel_t)(const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
+/* ggmlx_cpu_kernel_t, a kernel's type, is in ggmlx-backend-impl.h with ggmlx_cpu_kernel_for */
 
 void ggmlx_cpu_barrier(const struct ggmlx_cpu_params * params);
 void ggmlx_cpu_fail(const struct ggmlx_cpu_params * params, const char * fmt, ...) __attribute__((format(printf, 2, 3)));

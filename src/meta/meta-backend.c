@@ -49,8 +49,8 @@ static enum ggml_status add_into(ggml_backend_t backend, struct ggml_tensor * x,
  * 7), but the source may run on: before d adds into x[d], it waits until its partner has copied
  * x[d] away, recorded as an event after that copy on the partner's queue.
  */
-enum ggml_status meta_allreduce_generic(ggml_backend_t * backends, struct ggml_tensor ** x, struct ggml_tensor ** tmp,
-                                        size_t n) {
+enum ggml_status ggmlx_meta_allreduce_enqueue(ggml_backend_t * backends, struct ggml_tensor ** x, struct ggml_tensor ** tmp,
+                                              size_t n) {
     if (n <= 1) {
         return GGML_STATUS_SUCCESS;
     }
@@ -164,7 +164,7 @@ enum ggml_status ggmlx_meta_allreduce_generic(ggml_backend_t * backends, struct 
         tmp[d] = &tmpt[d];
     }
     if (n > 1) {
-        st = meta_allreduce_generic(backends, tensors, tmp, n);
+        st = ggmlx_meta_allreduce_enqueue(backends, tensors, tmp, n);
     }
 out:
     for (size_t d = 0; d < n; d++) {
@@ -230,7 +230,7 @@ static enum ggml_status meta_compute(ggml_backend_t backend, struct ggml_cgraph 
             return qs;
         }
     }
-    return meta_graph_compute(mb, cgraph);
+    return ggmlx_meta_graph_compute(mb, cgraph);
 }
 
 static void meta_event_record(ggml_backend_t backend, ggml_backend_event_t event) {
@@ -280,7 +280,7 @@ static void meta_clear_status(ggml_backend_t backend) {
 static void meta_set_tensor_async(ggml_backend_t backend, struct ggml_tensor * tensor, const void * data, size_t offset,
                                   size_t size) {
     struct meta_backend * mb = backend->context;
-    if (!meta_buffer_io_async(mb->simple, tensor, NULL, data, offset, size)) {
+    if (!ggmlx_meta_buffer_io_async(mb->simple, tensor, NULL, data, offset, size)) {
         ggmlx_error("ggml_backend_tensor_set_async", "'%s' is not in a meta buffer", tensor->name);
     }
 }
@@ -288,7 +288,7 @@ static void meta_set_tensor_async(ggml_backend_t backend, struct ggml_tensor * t
 static void meta_get_tensor_async(ggml_backend_t backend, const struct ggml_tensor * tensor, void * data, size_t offset,
                                   size_t size) {
     struct meta_backend * mb = backend->context;
-    if (!meta_buffer_io_async(mb->simple, tensor, data, NULL, offset, size)) {
+    if (!ggmlx_meta_buffer_io_async(mb->simple, tensor, data, NULL, offset, size)) {
         ggmlx_error("ggml_backend_tensor_get_async", "'%s' is not in a meta buffer", tensor->name);
     }
 }
@@ -317,25 +317,25 @@ static const struct ggml_backend_i meta_backend_iface = {
     .queue_mark          = NULL,
 };
 
-struct meta_backend * meta_backend_of(ggml_backend_t backend) {
+struct meta_backend * ggmlx_meta_backend_of(ggml_backend_t backend) {
     return backend != NULL && backend->iface.graph_compute == meta_compute ? backend->context : NULL;
 }
 
 bool ggml_backend_is_meta(ggml_backend_t backend) {
-    return meta_backend_of(backend) != NULL;
+    return ggmlx_meta_backend_of(backend) != NULL;
 }
 
 size_t ggml_backend_meta_n_backends(ggml_backend_t meta_backend) {
-    const struct meta_backend * mb = meta_backend_of(meta_backend);
+    const struct meta_backend * mb = ggmlx_meta_backend_of(meta_backend);
     return mb != NULL ? mb->n : 0;
 }
 
 ggml_backend_t ggml_backend_meta_simple_backend(ggml_backend_t meta_backend, size_t index) {
-    const struct meta_backend * mb = meta_backend_of(meta_backend);
+    const struct meta_backend * mb = ggmlx_meta_backend_of(meta_backend);
     return mb != NULL && index < mb->n ? mb->simple[index] : NULL;
 }
 
-ggml_backend_t meta_backend_new(struct meta_device * mdev, const char * params) {
+ggml_backend_t ggmlx_meta_backend_new(struct meta_device * mdev, const char * params) {
     static const char * func = "ggml_backend_dev_init";
     struct meta_backend * mb = calloc(1, sizeof *mb);
     ggml_backend_t backend = calloc(1, sizeof *backend);
@@ -382,7 +382,7 @@ err:
 }
 
 bool ggmlx_meta_get_stats(ggml_backend_t backend, struct ggmlx_meta_stats * out) {
-    const struct meta_backend * mb = meta_backend_of(backend);
+    const struct meta_backend * mb = ggmlx_meta_backend_of(backend);
     if (mb == NULL || out == NULL) {
         ggmlx_error(__func__, mb == NULL ? "backend is not a meta backend" : "out is NULL");
         return false;
@@ -393,7 +393,7 @@ bool ggmlx_meta_get_stats(ggml_backend_t backend, struct ggmlx_meta_stats * out)
 }
 
 void ggmlx_meta_reset_stats(ggml_backend_t backend) {
-    struct meta_backend * mb = meta_backend_of(backend);
+    struct meta_backend * mb = ggmlx_meta_backend_of(backend);
     if (mb == NULL) {
         ggmlx_error(__func__, "backend is not a meta backend");
         return;

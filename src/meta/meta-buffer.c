@@ -74,7 +74,7 @@ static struct meta_tensor_info * info_get(struct meta_buffer * mb, const struct 
     struct meta_tensor_info * info = &mb->infos[mb->n_infos++];
     memset(info, 0, sizeof *info);
     info->tensor = t;
-    meta_split_mirrored(&info->split);
+    ggmlx_meta_split_mirrored(&info->split);
     const size_t i = key_slot(mb, t);
     mb->keys[i] = t;
     mb->vals[i] = (uint32_t) mb->n_infos;
@@ -115,7 +115,7 @@ static void info_forget(struct meta_buffer * mb, const struct ggml_tensor * t) {
     mb->n_infos--;
 }
 
-struct meta_buffer * meta_buffer_of(ggml_backend_buffer_t buf) {
+struct meta_buffer * ggmlx_meta_buffer_of(ggml_backend_buffer_t buf) {
     return buf != NULL && ggml_backend_buft_is_meta(buf->buft) ? buf->context : NULL;
 }
 
@@ -123,8 +123,8 @@ static const struct ggml_tensor * root_of(const struct ggml_tensor * t) {
     return t->view_src != NULL ? t->view_src : t;
 }
 
-bool meta_buffer_get_split(const struct ggml_tensor * t, struct meta_split * out) {
-    struct meta_buffer * mb = meta_buffer_of(ggmlx_tensor_buffer(t));
+bool ggmlx_meta_buffer_get_split(const struct ggml_tensor * t, struct meta_split * out) {
+    struct meta_buffer * mb = ggmlx_meta_buffer_of(ggmlx_tensor_buffer(t));
     if (mb == NULL) {
         return false;
     }
@@ -134,14 +134,14 @@ bool meta_buffer_get_split(const struct ggml_tensor * t, struct meta_split * out
         *out = info->split;
     } else {
         memset(out, 0, sizeof *out);
-        meta_split_mirrored(out);
+        ggmlx_meta_split_mirrored(out);
     }
     pthread_mutex_unlock(&mb->lock);
     return true;
 }
 
-bool meta_buffer_set_split(const struct ggml_tensor * t, const struct meta_split * s) {
-    struct meta_buffer * mb = meta_buffer_of(ggmlx_tensor_buffer(t));
+bool ggmlx_meta_buffer_set_split(const struct ggml_tensor * t, const struct meta_split * s) {
+    struct meta_buffer * mb = ggmlx_meta_buffer_of(ggmlx_tensor_buffer(t));
     if (mb == NULL || mb->compact) {
         return mb != NULL; /* a weight's split is fixed when it is allocated */
     }
@@ -164,8 +164,8 @@ static void dense_strides(enum ggml_type type, const int64_t ne[GGML_MAX_DIMS], 
     }
 }
 
-bool meta_buffer_dev_view(const struct ggml_tensor * t, const struct meta_split * s, size_t d, struct meta_dev_view * out) {
-    struct meta_buffer * mb = meta_buffer_of(ggmlx_tensor_buffer(t));
+bool ggmlx_meta_buffer_dev_view(const struct ggml_tensor * t, const struct meta_split * s, size_t d, struct meta_dev_view * out) {
+    struct meta_buffer * mb = ggmlx_meta_buffer_of(ggmlx_tensor_buffer(t));
     if (mb == NULL || d >= mb->mdev->n) {
         return false;
     }
@@ -180,7 +180,7 @@ bool meta_buffer_dev_view(const struct ggml_tensor * t, const struct meta_split 
                 return false;
             }
             out->ne[s->axis] = s->len[0][d];
-            off += meta_axis_bytes(t, s->axis, meta_split_start(s, mb->mdev->n, 0, d));
+            off += meta_axis_bytes(t, s->axis, ggmlx_meta_split_start(s, mb->mdev->n, 0, d));
         }
         out->data = dev_base + off;
         return true;
@@ -202,7 +202,7 @@ bool meta_buffer_dev_view(const struct ggml_tensor * t, const struct meta_split 
     if (t != r || !meta_split_is_axis(s)) {
         return false; /* views of split weights are made by the graph code from the weight's own view */
     }
-    out->ne[s->axis] = meta_split_dev_len(s, mb->mdev->n, d);
+    out->ne[s->axis] = ggmlx_meta_split_dev_len(s, mb->mdev->n, d);
     dense_strides(t->type, out->ne, out->nb);
     out->data = dev_base + dev_off;
     return true;
@@ -227,13 +227,13 @@ static void for_each_run(const struct ggml_tensor * r, const struct meta_split *
     }
     const int    a     = s->axis;
     const size_t block = meta_axis_bytes(r, a, r->ne[a]); /* axis a and everything below it */
-    const size_t dev_block = meta_axis_bytes(r, a, meta_split_dev_len(s, n_devs, d));
+    const size_t dev_block = meta_axis_bytes(r, a, ggmlx_meta_split_dev_len(s, n_devs, d));
     const size_t outer = block > 0 ? ggml_nbytes(r) / block : 0;
     for (size_t o = 0; o < outer; o++) {
         size_t dev_pos = o * dev_block;
         for (uint32_t k = 0; k < s->n_seg; k++) {
             const size_t n     = meta_axis_bytes(r, a, s->len[k][d]);
-            const size_t start = o * block + meta_axis_bytes(r, a, meta_split_start(s, n_devs, k, d));
+            const size_t start = o * block + meta_axis_bytes(r, a, ggmlx_meta_split_start(s, n_devs, k, d));
             const size_t b0 = start > lo ? start : lo;
             const size_t b1 = start + n < hi ? start + n : hi;
             if (b1 > b0) {
@@ -308,7 +308,7 @@ static bool io_prepare(struct meta_buffer * mb, const struct ggml_tensor * t, si
         *s = info->split;
     } else {
         memset(s, 0, sizeof *s);
-        meta_split_mirrored(s);
+        ggmlx_meta_split_mirrored(s);
     }
     for (size_t d = 0; d < mb->mdev->n; d++) {
         j->dev_base_off[d] = mb->compact ? (info != NULL ? info->dev_offset[d] : 0)
@@ -469,9 +469,9 @@ static void meta_buffer_get_tensor(ggml_backend_buffer_t buffer, const struct gg
     meta_io_get(buffer->context, tensor, data, offset, size, NULL);
 }
 
-bool meta_buffer_io_async(ggml_backend_t * backends, const struct ggml_tensor * tensor, void * host, const void * src,
-                          size_t offset, size_t size) {
-    struct meta_buffer * mb = meta_buffer_of(ggmlx_tensor_buffer(tensor));
+bool ggmlx_meta_buffer_io_async(ggml_backend_t * backends, const struct ggml_tensor * tensor, void * host, const void * src,
+                                size_t offset, size_t size) {
+    struct meta_buffer * mb = ggmlx_meta_buffer_of(ggmlx_tensor_buffer(tensor));
     if (mb == NULL) {
         return false;
     }
@@ -623,7 +623,7 @@ static size_t piece_alloc_size(const struct meta_device * m, size_t d, const str
                                const struct meta_split * s) {
     struct ggml_tensor tmp = *t;
     if (meta_split_is_axis(s)) {
-        tmp.ne[s->axis] = meta_split_dev_len(s, m->n, d);
+        tmp.ne[s->axis] = ggmlx_meta_split_dev_len(s, m->n, d);
         dense_strides(t->type, tmp.ne, tmp.nb);
     }
     return ggml_backend_buft_get_alloc_size(m->dev_bufts[d], &tmp);
@@ -664,7 +664,7 @@ static ggml_backend_buffer_t meta_buft_alloc_ctx_tensors(ggml_backend_buffer_typ
             continue;
         }
         const struct ggml_backend_meta_split_state u = m->get_split_state(t, m->ud);
-        if (!meta_split_from_user(&u, t, n, &infos[k].split, func)) {
+        if (!ggmlx_meta_split_from_user(&u, t, n, &infos[k].split, func)) {
             goto err;
         }
         if (meta_split_is_axis(&infos[k].split) && !ggml_is_contiguous(t)) {
@@ -745,7 +745,7 @@ err:
     return NULL;
 }
 
-const struct ggml_backend_buffer_type_i meta_buft_iface = {
+const struct ggml_backend_buffer_type_i ggmlx_meta_buft_iface = {
     .get_name          = meta_buft_get_name,
     .alloc_buffer      = meta_buft_alloc_buffer,
     .get_alignment     = meta_buft_get_alignment,
@@ -756,11 +756,11 @@ const struct ggml_backend_buffer_type_i meta_buft_iface = {
 };
 
 bool ggml_backend_buffer_is_meta(ggml_backend_buffer_t buf) {
-    return meta_buffer_of(buf) != NULL;
+    return ggmlx_meta_buffer_of(buf) != NULL;
 }
 
 size_t ggmlx_meta_buffer_device_size(ggml_backend_buffer_t buffer, size_t i) {
-    const struct meta_buffer * mb = meta_buffer_of(buffer);
+    const struct meta_buffer * mb = ggmlx_meta_buffer_of(buffer);
     if (mb == NULL || i >= mb->mdev->n) {
         return 0;
     }
@@ -769,7 +769,7 @@ size_t ggmlx_meta_buffer_device_size(ggml_backend_buffer_t buffer, size_t i) {
 
 ggml_backend_buffer_t ggml_backend_meta_alloc_ctx_tensors_from_buft(struct ggml_context * ctx,
                                                                     ggml_backend_buffer_type_t buft) {
-    if (ctx == NULL || meta_device_of_buft(buft) == NULL) {
+    if (ctx == NULL || ggmlx_meta_device_of_buft(buft) == NULL) {
         ggmlx_error(__func__, ctx == NULL ? "ctx is NULL" : "buft is not a meta buffer type");
         return NULL;
     }

@@ -55,7 +55,7 @@ static void meta_dev_get_props(ggml_backend_dev_t dev, struct ggml_backend_dev_p
 }
 
 static ggml_backend_t meta_dev_init_backend(ggml_backend_dev_t dev, const char * params) {
-    return meta_backend_new(dev->context, params);
+    return ggmlx_meta_backend_new(dev->context, params);
 }
 
 static ggml_backend_buffer_type_t meta_dev_get_buffer_type(ggml_backend_dev_t dev) {
@@ -117,6 +117,11 @@ static void meta_dev_event_free(ggml_backend_dev_t dev, ggml_backend_event_t eve
     free(event);
 }
 
+static const struct ggmlx_composite_event * meta_dev_event_parts(ggml_backend_dev_t dev, ggml_backend_event_t event) {
+    (void) dev;
+    return event->context;
+}
+
 static void meta_dev_event_synchronize(ggml_backend_dev_t dev, ggml_backend_event_t event) {
     (void) dev;
     const struct ggmlx_composite_event * ce = event->context;
@@ -141,22 +146,23 @@ static const struct ggml_backend_device_i meta_dev_iface = {
     .event_new            = meta_dev_event_new,
     .event_free           = meta_dev_event_free,
     .event_synchronize    = meta_dev_event_synchronize,
+    .event_parts          = meta_dev_event_parts,
 };
 
-struct meta_device * meta_device_of(ggml_backend_dev_t dev) {
+struct meta_device * ggmlx_meta_device_of(ggml_backend_dev_t dev) {
     return dev != NULL && dev->iface.get_name == meta_dev_get_name ? dev->context : NULL;
 }
 
-struct meta_device * meta_device_of_buft(ggml_backend_buffer_type_t buft) {
-    return buft != NULL && buft->iface.alloc_buffer == meta_buft_iface.alloc_buffer ? buft->context : NULL;
+struct meta_device * ggmlx_meta_device_of_buft(ggml_backend_buffer_type_t buft) {
+    return buft != NULL && buft->iface.alloc_buffer == ggmlx_meta_buft_iface.alloc_buffer ? buft->context : NULL;
 }
 
 bool ggml_backend_buft_is_meta(ggml_backend_buffer_type_t buft) {
-    return meta_device_of_buft(buft) != NULL;
+    return ggmlx_meta_device_of_buft(buft) != NULL;
 }
 
 size_t ggmlx_meta_dev_n_devices(ggml_backend_dev_t dev) {
-    const struct meta_device * m = meta_device_of(dev);
+    const struct meta_device * m = ggmlx_meta_device_of(dev);
     return m != NULL ? m->n : 0;
 }
 
@@ -214,7 +220,7 @@ static struct meta_device * make_device(ggml_backend_dev_t * devs, size_t n, ggm
     m->dev.iface   = meta_dev_iface;
     m->dev.reg     = NULL; /* as upstream: made on request, not enumerated by any registry */
     m->dev.context = m;
-    m->buft.iface   = meta_buft_iface;
+    m->buft.iface   = ggmlx_meta_buft_iface;
     m->buft.device  = &m->dev;
     m->buft.context = m;
     return m;
@@ -240,7 +246,7 @@ ggml_backend_dev_t ggml_backend_meta_device(ggml_backend_dev_t * devs, size_t n_
             ggmlx_error(__func__, "devs[%zu] is NULL", i);
             return NULL;
         }
-        if (meta_device_of(devs[i]) != NULL) {
+        if (ggmlx_meta_device_of(devs[i]) != NULL) {
             ggmlx_error(__func__, "devs[%zu] (%s) is itself a meta device", i, ggml_backend_dev_name(devs[i]));
             return NULL;
         }

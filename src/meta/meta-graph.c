@@ -89,14 +89,14 @@ static struct slot * slot_of(struct pass * p, const struct ggml_tensor * t) {
         return NULL;
     }
     struct meta_split s;
-    if (!meta_buffer_get_split(t, &s)) {
+    if (!ggmlx_meta_buffer_get_split(t, &s)) {
         fail(p, GGML_STATUS_FAILED, "'%s' is not in a buffer of this meta device", t->name);
         return NULL;
     }
     if (t->view_src != NULL) {
         /* a view made outside the graph: fine into a whole (or partial) tensor only */
         struct meta_split rs;
-        meta_buffer_get_split(t->view_src, &rs);
+        ggmlx_meta_buffer_get_split(t->view_src, &rs);
         if (meta_split_is_axis(&rs)) {
             fail(p, GGML_STATUS_FAILED, "input '%s' is a view into '%s', which is split along axis %d", t->name,
                  t->view_src->name, rs.axis);
@@ -115,7 +115,7 @@ static struct slot * slot_of(struct pass * p, const struct ggml_tensor * t) {
     }
     for (size_t d = 0; d < p->n; d++) {
         struct meta_dev_view v;
-        if (!meta_buffer_dev_view(t, &s, d, &v)) {
+        if (!ggmlx_meta_buffer_dev_view(t, &s, d, &v)) {
             fail(p, GGML_STATUS_FAILED, "cannot place input '%s' on device %zu", t->name, d);
             return NULL;
         }
@@ -155,14 +155,14 @@ static struct slot * new_node_slot(struct pass * p, const struct ggml_tensor * t
 static struct ggml_tensor * dev_as(struct pass * p, struct slot * sl, const struct meta_split * want, size_t d) {
     const struct meta_split * have = &p->pool[sl->split];
     struct ggml_tensor * base = sl->dev[d];
-    if (meta_split_equal(have, want, p->n) || !meta_split_is_axis(want)) {
+    if (ggmlx_meta_split_equal(have, want, p->n) || !meta_split_is_axis(want)) {
         return base;
     }
-    /* have is MIRRORED (meta_can_view_as): each device looks at its part of the whole */
+    /* have is MIRRORED (ggmlx_meta_can_view_as): each device looks at its part of the whole */
     int64_t ne[GGML_MAX_DIMS];
     memcpy(ne, base->ne, sizeof ne);
     ne[want->axis] = want->len[0][d];
-    char * data = (char *) base->data + meta_axis_bytes(base, want->axis, meta_split_start(want, p->n, 0, d));
+    char * data = (char *) base->data + meta_axis_bytes(base, want->axis, ggmlx_meta_split_start(want, p->n, 0, d));
     return dev_tensor(p, d, base, ne, base->nb, data, base->buffer);
 }
 
@@ -190,7 +190,7 @@ static bool reshape_split(const struct ggml_tensor * src, const struct ggml_tens
             for (size_t d = 0; d < n; d++) {
                 if (inner_b >= inner_a) {
                     const int64_t r = inner_b / inner_a;
-                    if (inner_b % inner_a != 0 || s->len[0][d] % r != 0 || meta_split_start(s, n, 0, d) % r != 0) {
+                    if (inner_b % inner_a != 0 || s->len[0][d] % r != 0 || ggmlx_meta_split_start(s, n, 0, d) % r != 0) {
                         return false;
                     }
                     out->len[0][d] = s->len[0][d] / r;
@@ -386,7 +386,7 @@ static bool reduce_slot(struct pass * p, struct slot * sl) {
                 return fail(p, GGML_STATUS_FAILED, "out of host memory");
             }
         }
-        const enum ggml_status st = meta_allreduce_generic(mb->simple, x, tmp, p->n);
+        const enum ggml_status st = ggmlx_meta_allreduce_enqueue(mb->simple, x, tmp, p->n);
         if (st != GGML_STATUS_SUCCESS) {
             return fail(p, st, "reducing '%s' failed: %s", sl->t->name, ggmlx_last_error() ? ggmlx_last_error() : "?");
         }
@@ -395,7 +395,7 @@ static bool reduce_slot(struct pass * p, struct slot * sl) {
     mb->stats.bytes_reduced += bytes;
     struct meta_split m;
     memset(&m, 0, sizeof m);
-    meta_split_mirrored(&m);
+    ggmlx_meta_split_mirrored(&m);
     const int32_t mi = pool_add(p, &m);
     if (mi < 0) {
         return fail(p, GGML_STATUS_FAILED, "out of host memory");
@@ -438,7 +438,7 @@ static bool compute_node(struct pass * p, const struct ggml_tensor * node) {
             srcs[j]->used = true;
             ss[j] = &p->pool[srcs[j]->split];
         }
-        const enum meta_rule rr = meta_rule_apply(node, ss, p->n, &r);
+        const enum meta_rule rr = ggmlx_meta_rule_apply(node, ss, p->n, &r);
         if (rr == META_RULE_OK) {
             break;
         }
@@ -462,7 +462,7 @@ static bool compute_node(struct pass * p, const struct ggml_tensor * node) {
             return fail(p, GGML_STATUS_FAILED, "'%s' writes into '%s', which is none of its sources", node->name,
                         node->view_src->name);
         }
-        if (!meta_split_equal(&p->pool[alias->split], &r.out, p->n)) {
+        if (!ggmlx_meta_split_equal(&p->pool[alias->split], &r.out, p->n)) {
             return fail(p, GGML_STATUS_FAILED, "'%s' would leave '%s' split as %s, but it is %s", node->name,
                         node->view_src->name, ggml_backend_meta_split_axis_name(r.out.axis),
                         ggml_backend_meta_split_axis_name(p->pool[alias->split].axis));
@@ -486,7 +486,7 @@ static bool compute_node(struct pass * p, const struct ggml_tensor * node) {
                 memcpy(v.ne, node->ne, sizeof v.ne);
                 memcpy(v.nb, node->nb, sizeof v.nb);
             }
-        } else if (!meta_buffer_dev_view(node, &r.out, d, &v)) {
+        } else if (!ggmlx_meta_buffer_dev_view(node, &r.out, d, &v)) {
             return fail(p, GGML_STATUS_FAILED, "cannot place '%s' on device %zu", node->name, d);
         }
         struct ggml_tensor * t = dev_tensor(p, d, node, v.ne, v.nb, v.data, v.buffer);
@@ -515,7 +515,7 @@ static bool is_view_op(enum ggml_op op) {
     return op == GGML_OP_VIEW || op == GGML_OP_RESHAPE || op == GGML_OP_PERMUTE || op == GGML_OP_TRANSPOSE;
 }
 
-enum ggml_status meta_graph_compute(struct meta_backend * mb, struct ggml_cgraph * g) {
+enum ggml_status ggmlx_meta_graph_compute(struct meta_backend * mb, struct ggml_cgraph * g) {
     struct pass p;
     memset(&p, 0, sizeof p);
     p.mb     = mb;
@@ -574,7 +574,7 @@ enum ggml_status meta_graph_compute(struct meta_backend * mb, struct ggml_cgraph
     /* remember where the results are, for reads and for the next graph */
     for (size_t k = 0; k < p.n_slots; k++) {
         const struct slot * sl = &p.slots[k];
-        if (sl->node && sl->t->view_src == NULL && !meta_buffer_set_split(sl->t, &p.pool[sl->split])) {
+        if (sl->node && sl->t->view_src == NULL && !ggmlx_meta_buffer_set_split(sl->t, &p.pool[sl->split])) {
             fail(&p, GGML_STATUS_FAILED, "out of host memory");
             goto out;
         }

@@ -38,11 +38,11 @@ struct meta_split {
 static inline bool meta_split_is_axis(const struct meta_split * s) { return s->axis >= 0 && s->axis < GGML_MAX_DIMS; }
 
 /* start of device d's piece of segment s along the axis */
-int64_t meta_split_start(const struct meta_split * s, size_t n_devs, uint32_t seg, size_t d);
+int64_t ggmlx_meta_split_start(const struct meta_split * s, size_t n_devs, uint32_t seg, size_t d);
 /* device d's total length along the axis */
-int64_t meta_split_dev_len(const struct meta_split * s, size_t n_devs, size_t d);
-bool    meta_split_equal(const struct meta_split * a, const struct meta_split * b, size_t n_devs);
-void    meta_split_mirrored(struct meta_split * s);
+int64_t ggmlx_meta_split_dev_len(const struct meta_split * s, size_t n_devs, size_t d);
+bool    ggmlx_meta_split_equal(const struct meta_split * a, const struct meta_split * b, size_t n_devs);
+void    ggmlx_meta_split_mirrored(struct meta_split * s);
 
 /*
  * Bytes that n elements of t take along axis a. Along axis 0 a quantized type packs a block of
@@ -56,8 +56,8 @@ static inline size_t meta_axis_bytes(const struct ggml_tensor * t, int a, int64_
  * Converts the user's state for tensor t into a meta_split; false with a message (naming t)
  * when the state is not valid for a statically allocated tensor.
  */
-bool meta_split_from_user(const struct ggml_backend_meta_split_state * u, const struct ggml_tensor * t, size_t n_devs,
-                          struct meta_split * out, const char * func);
+bool ggmlx_meta_split_from_user(const struct ggml_backend_meta_split_state * u, const struct ggml_tensor * t, size_t n_devs,
+                                struct meta_split * out, const char * func);
 
 /* ---- device ---------------------------------------------------------------------------------- */
 
@@ -74,10 +74,10 @@ struct meta_device {
     char                                description[512];
 };
 
-struct meta_device * meta_device_of(ggml_backend_dev_t dev);       /* NULL when not a meta device */
-struct meta_device * meta_device_of_buft(ggml_backend_buffer_type_t buft);
+struct meta_device * ggmlx_meta_device_of(ggml_backend_dev_t dev);       /* NULL when not a meta device */
+struct meta_device * ggmlx_meta_device_of_buft(ggml_backend_buffer_type_t buft);
 
-extern const struct ggml_backend_buffer_type_i meta_buft_iface;
+extern const struct ggml_backend_buffer_type_i ggmlx_meta_buft_iface;
 
 /* ---- buffers --------------------------------------------------------------------------------- */
 
@@ -104,12 +104,12 @@ struct meta_buffer {
     size_t                    cap_keys;
 };
 
-struct meta_buffer * meta_buffer_of(ggml_backend_buffer_t buf); /* NULL when not a meta buffer */
+struct meta_buffer * ggmlx_meta_buffer_of(ggml_backend_buffer_t buf); /* NULL when not a meta buffer */
 
 /* t's split in its meta buffer (MIRRORED when none was recorded); false when t is not in one */
-bool meta_buffer_get_split(const struct ggml_tensor * t, struct meta_split * out);
+bool ggmlx_meta_buffer_get_split(const struct ggml_tensor * t, struct meta_split * out);
 /* records t's split (compute tensors, set by the meta backend); false when out of host memory */
-bool meta_buffer_set_split(const struct ggml_tensor * t, const struct meta_split * s);
+bool ggmlx_meta_buffer_set_split(const struct ggml_tensor * t, const struct meta_split * s);
 
 /*
  * Device d's view of meta tensor t (in a meta buffer) under split s: its ne, nb and data
@@ -125,10 +125,10 @@ struct meta_dev_view {
  * Queued I/O of a meta tensor through the devices' backends: a write when src is not NULL, else
  * a read into host. False when tensor is not in a meta buffer.
  */
-bool meta_buffer_io_async(ggml_backend_t * backends, const struct ggml_tensor * tensor, void * host, const void * src,
-                          size_t offset, size_t size);
+bool ggmlx_meta_buffer_io_async(ggml_backend_t * backends, const struct ggml_tensor * tensor, void * host, const void * src,
+                                size_t offset, size_t size);
 
-bool meta_buffer_dev_view(const struct ggml_tensor * t, const struct meta_split * s, size_t d, struct meta_dev_view * out);
+bool ggmlx_meta_buffer_dev_view(const struct ggml_tensor * t, const struct meta_split * s, size_t d, struct meta_dev_view * out);
 
 /* ---- backend --------------------------------------------------------------------------------- */
 
@@ -147,18 +147,18 @@ struct meta_backend {
     enum ggml_status                     status; /* sticky: first failure of a compute */
 };
 
-struct meta_backend * meta_backend_of(ggml_backend_t backend);
-ggml_backend_t        meta_backend_new(struct meta_device * mdev, const char * params);
+struct meta_backend * ggmlx_meta_backend_of(ggml_backend_t backend);
+ggml_backend_t        ggmlx_meta_backend_new(struct meta_device * mdev, const char * params);
 
 /* the graph computation (meta-graph.c) */
-enum ggml_status meta_graph_compute(struct meta_backend * mb, struct ggml_cgraph * cgraph);
+enum ggml_status ggmlx_meta_graph_compute(struct meta_backend * mb, struct ggml_cgraph * cgraph);
 
 /*
  * Enqueues "each x[d] becomes the sum of all" (x[d] a tensor of backend d's memory, all of one
  * type and shape, contiguous); tmp[d] is a scratch tensor of the same shape on device d.
  */
-enum ggml_status meta_allreduce_generic(ggml_backend_t * backends, struct ggml_tensor ** x, struct ggml_tensor ** tmp,
-                                        size_t n);
+enum ggml_status ggmlx_meta_allreduce_enqueue(ggml_backend_t * backends, struct ggml_tensor ** x, struct ggml_tensor ** tmp,
+                                              size_t n);
 
 /* per-op propagation of split states (meta-state.c) */
 enum meta_rule {
@@ -174,15 +174,15 @@ struct meta_rule_result {
     char              why[192];
 };
 
-enum meta_rule meta_rule_apply(const struct ggml_tensor * node, const struct meta_split * const * src, size_t n_devs,
-                               struct meta_rule_result * r);
+enum meta_rule ggmlx_meta_rule_apply(const struct ggml_tensor * node, const struct meta_split * const * src, size_t n_devs,
+                                     struct meta_rule_result * r);
 
 /*
  * Whether a tensor with split have can be handed to a kernel as want on each device: equal, or
  * have MIRRORED and want an axis split (a view of each device's part), or the tensor broadcast
  * (extent 1) along want's axis.
  */
-bool meta_can_view_as(const struct ggml_tensor * t, const struct meta_split * have, const struct meta_split * want,
-                      size_t n_devs);
+bool ggmlx_meta_can_view_as(const struct ggml_tensor * t, const struct meta_split * have, const struct meta_split * want,
+                            size_t n_devs);
 
 #endif /* GGMLX_META_IMPL_H */

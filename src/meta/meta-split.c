@@ -20,7 +20,7 @@ const char * ggml_backend_meta_split_axis_name(enum ggml_backend_meta_split_axis
     return "invalid";
 }
 
-int64_t meta_split_start(const struct meta_split * s, size_t n_devs, uint32_t seg, size_t d) {
+int64_t ggmlx_meta_split_start(const struct meta_split * s, size_t n_devs, uint32_t seg, size_t d) {
     int64_t start = 0;
     for (uint32_t k = 0; k < seg; k++) {
         for (size_t j = 0; j < n_devs; j++) {
@@ -33,7 +33,7 @@ int64_t meta_split_start(const struct meta_split * s, size_t n_devs, uint32_t se
     return start;
 }
 
-int64_t meta_split_dev_len(const struct meta_split * s, size_t n_devs, size_t d) {
+int64_t ggmlx_meta_split_dev_len(const struct meta_split * s, size_t n_devs, size_t d) {
     (void) n_devs;
     int64_t n = 0;
     for (uint32_t k = 0; k < s->n_seg; k++) {
@@ -42,7 +42,7 @@ int64_t meta_split_dev_len(const struct meta_split * s, size_t n_devs, size_t d)
     return n;
 }
 
-bool meta_split_equal(const struct meta_split * a, const struct meta_split * b, size_t n_devs) {
+bool ggmlx_meta_split_equal(const struct meta_split * a, const struct meta_split * b, size_t n_devs) {
     if (a->axis != b->axis) {
         return false;
     }
@@ -62,16 +62,16 @@ bool meta_split_equal(const struct meta_split * a, const struct meta_split * b, 
     return true;
 }
 
-void meta_split_mirrored(struct meta_split * s) {
+void ggmlx_meta_split_mirrored(struct meta_split * s) {
     s->axis  = GGML_BACKEND_SPLIT_AXIS_MIRRORED;
     s->n_seg = 1;
 }
 
-bool meta_split_from_user(const struct ggml_backend_meta_split_state * u, const struct ggml_tensor * t, size_t n_devs,
-                          struct meta_split * out, const char * func) {
+bool ggmlx_meta_split_from_user(const struct ggml_backend_meta_split_state * u, const struct ggml_tensor * t, size_t n_devs,
+                                struct meta_split * out, const char * func) {
     memset(out, 0, sizeof *out);
     if (u->axis == GGML_BACKEND_SPLIT_AXIS_MIRRORED) {
-        meta_split_mirrored(out);
+        ggmlx_meta_split_mirrored(out);
         return true;
     }
     if ((int) u->axis < 0 || (int) u->axis >= GGML_MAX_DIMS) {

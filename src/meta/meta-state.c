@@ -10,9 +10,9 @@
 #include <stdio.h>
 #include <string.h>
 
-bool meta_can_view_as(const struct ggml_tensor * t, const struct meta_split * have, const struct meta_split * want,
-                      size_t n_devs) {
-    if (meta_split_equal(have, want, n_devs)) {
+bool ggmlx_meta_can_view_as(const struct ggml_tensor * t, const struct meta_split * have, const struct meta_split * want,
+                            size_t n_devs) {
+    if (ggmlx_meta_split_equal(have, want, n_devs)) {
         return true;
     }
     if (have->axis != GGML_BACKEND_SPLIT_AXIS_MIRRORED || !meta_split_is_axis(want) || want->n_seg != 1) {
@@ -39,7 +39,7 @@ static bool want_like(const struct ggml_tensor * t, const struct meta_split * ha
         *want = *have;
         return true;
     }
-    if (meta_can_view_as(t, have, lead, n_devs)) {
+    if (ggmlx_meta_can_view_as(t, have, lead, n_devs)) {
         *want = *lead;
         return true;
     }
@@ -76,7 +76,7 @@ static enum meta_rule follow_leader(const struct ggml_tensor * node, const struc
         }
     }
     if (lead == NULL) {
-        meta_split_mirrored(&r->out);
+        ggmlx_meta_split_mirrored(&r->out);
         for (int j = 0; j < GGML_MAX_SRC; j++) {
             if (src[j] != NULL) {
                 r->want[j] = *src[j];
@@ -135,7 +135,7 @@ static enum meta_rule rule_partial(const struct ggml_tensor * node, const struct
                                    struct meta_rule_result * r) {
     /* ADD/SUB of two partial sums is a partial sum */
     if ((node->op == GGML_OP_ADD || node->op == GGML_OP_SUB) && is_partial(src[0]) && is_partial(src[1])) {
-        meta_split_mirrored(&r->out);
+        ggmlx_meta_split_mirrored(&r->out);
         r->out.axis = GGML_BACKEND_SPLIT_AXIS_PARTIAL;
         r->want[0] = *src[0];
         r->want[1] = *src[1];
@@ -184,7 +184,7 @@ static enum meta_rule rule_mul_mat(const struct ggml_tensor * node, const struct
         }
         r->want[0] = *sa;
         r->want[1] = *sb;
-        meta_split_mirrored(&r->out);
+        ggmlx_meta_split_mirrored(&r->out);
         r->out.axis = GGML_BACKEND_SPLIT_AXIS_PARTIAL;
         return META_RULE_OK;
     }
@@ -200,12 +200,12 @@ static enum meta_rule rule_mul_mat(const struct ggml_tensor * node, const struct
     /* split along the summed axis 0: each device's product is a partial sum */
     if (sa->axis == 0 || sb->axis == 0) {
         const struct meta_split * lead = sa->axis == 0 ? sa : sb;
-        if (!meta_can_view_as(a, sa, lead, n_devs) || !meta_can_view_as(b, sb, lead, n_devs)) {
+        if (!ggmlx_meta_can_view_as(a, sa, lead, n_devs) || !ggmlx_meta_can_view_as(b, sb, lead, n_devs)) {
             return refuse(r, node, "its sources are split differently along the summed axis");
         }
         r->want[0] = *lead;
         r->want[1] = *lead;
-        meta_split_mirrored(&r->out);
+        ggmlx_meta_split_mirrored(&r->out);
         r->out.axis = GGML_BACKEND_SPLIT_AXIS_PARTIAL;
         return META_RULE_OK;
     }
@@ -247,8 +247,8 @@ static enum meta_rule rule_mul_mat(const struct ggml_tensor * node, const struct
             }
             lead_a.len[0][d] = lead_b.len[0][d] / ratio;
         }
-        const bool a_ok = meta_can_view_as(a, sa, &lead_a, n_devs) || (is_mirrored(sa) && a->ne[ax] == 1);
-        const bool b_ok = meta_can_view_as(b, sb, &lead_b, n_devs);
+        const bool a_ok = ggmlx_meta_can_view_as(a, sa, &lead_a, n_devs) || (is_mirrored(sa) && a->ne[ax] == 1);
+        const bool b_ok = ggmlx_meta_can_view_as(b, sb, &lead_b, n_devs);
         if (!a_ok || !b_ok) {
             return refuse(r, node, "its sources are split differently along a batch axis");
         }
@@ -260,8 +260,8 @@ static enum meta_rule rule_mul_mat(const struct ggml_tensor * node, const struct
     return refuse(r, node, "this combination of source splits is not supported");
 }
 
-enum meta_rule meta_rule_apply(const struct ggml_tensor * node, const struct meta_split * const * src, size_t n_devs,
-                               struct meta_rule_result * r) {
+enum meta_rule ggmlx_meta_rule_apply(const struct ggml_tensor * node, const struct meta_split * const * src, size_t n_devs,
+                                     struct meta_rule_result * r) {
     memset(r->why, 0, sizeof r->why);
     r->reduce_src = -1;
     bool any_partial = false;
@@ -324,6 +324,6 @@ enum meta_rule meta_rule_apply(const struct ggml_tensor * node, const struct met
             r->want[j] = *src[j];
         }
     }
-    meta_split_mirrored(&r->out);
+    ggmlx_meta_split_mirrored(&r->out);
     return META_RULE_OK;
 }

@@ -4,7 +4,7 @@
  * conversion in ggmlx cannot hide behind the same code in the reference), element access in host
  * copies of device memory, and the result of one case.
  *
- * Included once, by src/tools/ggml-conformance.c.
+ * Included once, by src/tools/conformance/cf-run.c.
  */
 #ifndef GGMLX_CF_COMMON_H
 #define GGMLX_CF_COMMON_H
@@ -19,7 +19,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CF_DEFAULT_SEED 20260821ull
 #define CF_REASON_MAX   320
 #define CF_PI           3.14159265358979323846
 

@@ -13,25 +13,12 @@
 #define GGMLX_CF_EXEC_H
 
 #include "cf-ref.h"
+#include "cf-run.h"
 
 #include "ggml-alloc.h"
 #include "ggml-backend.h"
 #include "ggmlx-backend.h"
 #include "ggmlx.h"
-
-struct cf_options {
-    uint64_t     seed;
-    const char * device;       /* run on this device only (NULL: every device) */
-    const char * filter;       /* only cases whose name contains this (NULL: all) */
-    const char * exclude;      /* and not those whose name contains this (NULL: none left out) */
-    bool         json;
-    bool         verbose;      /* text: also each passing case's largest error over its tolerance */
-    bool         require_cuda; /* GGMLX_TEST_REQUIRE_CUDA=1: no CUDA device, or a skip on one, fails */
-    FILE *       out;          /* the report (NULL: none) */
-    /* for tests of the runner itself: */
-    bool wrong_reference; /* every op case expects a wrong value at one element */
-    bool break_guard;     /* one guard byte after every result is overwritten before the checks */
-};
 
 struct cf_device {
     ggml_backend_dev_t          dev;
@@ -42,7 +29,7 @@ struct cf_device {
     bool                        is_cuda;
 };
 
-static const char * cf_last_error(void) {
+const char * cf_last_error(void) {
     const char * e = ggmlx_last_error();
     return e != NULL ? e : "(no message)";
 }
