@@ -203,8 +203,8 @@ static size_t default_dirs(char dirs[][PATH_MAX]) {
         n += strip_to_dir(dirs[n]);
     }
     Dl_info info;
-    if (dladdr(&g_anchor, &info) != 0 && info.dli_fname != NULL && strlen(info.dli_fname) < PATH_MAX) {
-        strcpy(dirs[n], info.dli_fname);
+    /* realpath: the loader's name may be "bin/../lib/libggml.so.0", which messages would repeat */
+    if (dladdr(&g_anchor, &info) != 0 && info.dli_fname != NULL && realpath(info.dli_fname, dirs[n]) != NULL) {
         if (strip_to_dir(dirs[n]) && (n == 0 || strcmp(dirs[n], dirs[0]) != 0)) {
             n++;
         }
