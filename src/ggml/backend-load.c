@@ -296,11 +296,13 @@ ggml_backend_reg_t ggmlx_backend_load_best(const char * name, const char * dir) 
         return register_module(fallback_handle, fallback, "ggml_backend_load_all", false);
     }
     if (why[0] != '\0') {
-        /* an optional backend this machine cannot run (no GPU, no driver, no libcublas): one line */
+        /* an optional backend this machine cannot run (no GPU, no driver, no libcublas): one line
+         * per process, not one per scan */
         char upper[32];
         upper_name(upper, sizeof upper, name);
-        ggmlx_log(GGML_LOG_LEVEL_INFO, "ggml_backend_load_all: %s module not used: %s\n", upper, why);
-        ggmlx_registry_note_unavailable(upper, why);
+        const bool first = ggmlx_registry_note_unavailable(upper, why);
+        ggmlx_log(first ? GGML_LOG_LEVEL_INFO : GGML_LOG_LEVEL_DEBUG, "ggml_backend_load_all: %s module not used: %s\n",
+                  upper, why);
         return NULL;
     }
     ggmlx_log(GGML_LOG_LEVEL_DEBUG, "ggml_backend_load_all: no module for backend '%s'\n", name);

@@ -188,8 +188,15 @@ static void drop_unavailable_locked(const char * name) {
     g_n_unavail = kept;
 }
 
-void ggmlx_registry_note_unavailable(const char * name, const char * why) {
+bool ggmlx_registry_note_unavailable(const char * name, const char * why) {
     pthread_mutex_lock(&g_mutex);
+    for (size_t i = 0; i < g_n_unavail; i++) {
+        const struct unavailable * u = &g_unavail[i];
+        if (strcasecmp(u->name, name) == 0 && strncmp(u->why, why, sizeof u->why - 1) == 0) {
+            pthread_mutex_unlock(&g_mutex);
+            return false; /* noted before, for the same reason */
+        }
+    }
     drop_unavailable_locked(name); /* the latest reason replaces an older one */
     /* out of memory only loses the note: the info line was logged already */
     if (reserve((void **) &g_unavail, &g_cap_unavail, g_n_unavail, 1, sizeof *g_unavail)) {
@@ -198,6 +205,7 @@ void ggmlx_registry_note_unavailable(const char * name, const char * why) {
         snprintf(u->why, sizeof u->why, "%s", why);
     }
     pthread_mutex_unlock(&g_mutex);
+    return true;
 }
 
 /* the reason a registered registry without devices gives, copied into why; false when it gives none */
