@@ -2,8 +2,9 @@
  * cuda-device.c -- the CUDA registry and its devices CUDA0.., found once on first use, plus the
  * error checking every host file of the backend goes through.
  *
- * No driver or no GPU is not an error: the registry then has zero devices (a debug message),
- * and the rest of the library works as without CUDA.
+ * No driver or no GPU is not an error: the registry then has zero devices, the reason is kept
+ * for ggmlx_backend_unavailable (and, as a module, for the loader's one info line), and the rest
+ * of the library works as without CUDA.
  */
 #include "cuda-comm.h"
 #include "cuda-graph.h"
@@ -18,6 +19,7 @@
 
 static struct ggmlx_cuda_device g_devices[GGML_CUDA_MAX_DEVICES];
 static int                      g_n_devices;
+static char                     g_no_device_why[224]; /* set when g_n_devices is 0 */
 static pthread_once_t           g_once = PTHREAD_ONCE_INIT;
 static struct ggml_backend_reg  g_reg;
 static const struct ggml_backend_device_i g_dev_iface;
@@ -136,9 +138,14 @@ static void find_devices(void) {
     const cudaError_t err = cudaGetDeviceCount(&n);
     if (err != cudaSuccess) {
         (void) cudaGetLastError();
-        ggmlx_log(GGML_LOG_LEVEL_DEBUG, "ggml_backend_cuda_reg: no CUDA devices (%s: %s)\n", cudaGetErrorName(err),
-                  cudaGetErrorString(err));
+        /* cudaErrorInsufficientDriver without a driver, cudaErrorNoDevice without a GPU */
+        snprintf(g_no_device_why, sizeof g_no_device_why, "no CUDA device (%s: %s)", cudaGetErrorName(err),
+                 cudaGetErrorString(err));
+        ggmlx_log(GGML_LOG_LEVEL_DEBUG, "ggml_backend_cuda_reg: %s\n", g_no_device_why);
         return;
+    }
+    if (n == 0) {
+        snprintf(g_no_device_why, sizeof g_no_device_why, "no CUDA device (the driver reports no GPU)");
     }
     if (n > GGML_CUDA_MAX_DEVICES) {
         ggmlx_log(GGML_LOG_LEVEL_WARN, "ggml_backend_cuda_reg: %d CUDA devices, using the first %d\n", n,
@@ -174,6 +181,11 @@ static void find_devices(void) {
         d->dev  = (struct ggml_backend_device){ g_dev_iface, &g_reg, d };
     }
     g_n_devices = n_virt;
+    if (n > 0 && n_phys == 0) {
+        snprintf(g_no_device_why, sizeof g_no_device_why,
+                 "no CUDA device (the driver reports %d GPU%s, none could be queried: see the errors above)", n,
+                 n == 1 ? "" : "s");
+    }
     if (n_virt != n_phys) {
         const int used = n_phys < n_virt ? n_phys : n_virt;
         ggmlx_log(GGML_LOG_LEVEL_INFO, "ggml_backend_cuda_reg: GGML_CUDA_DEVICES=%d: %d device%s on %d GPU%s\n", n_virt,
@@ -186,6 +198,11 @@ static void find_devices(void) {
 int ggmlx_cuda_n_devices(void) {
     pthread_once(&g_once, find_devices);
     return g_n_devices;
+}
+
+/* why there is no device, NULL when there is one (GGMLX_BACKEND_UNAVAILABLE_REASON) */
+static const char * no_device_reason(void) {
+    return ggmlx_cuda_n_devices() > 0 ? NULL : g_no_device_why;
 }
 
 struct ggmlx_cuda_device * ggmlx_cuda_device_at(const char * func, int i) {
@@ -376,6 +393,7 @@ static void * reg_get_proc_address(ggml_backend_reg_t reg, const char * name) {
         { "ggml_backend_comm_free",              (void *) ggmlx_cuda_comm_free },
         { "ggml_backend_comm_allreduce_tensor",  (void *) ggmlx_cuda_comm_allreduce_tensor },
         { "ggmlx_backend_cuda_graph_stats",      (void *) ggmlx_backend_cuda_graph_stats },
+        { GGMLX_BACKEND_UNAVAILABLE_REASON,      (void *) no_device_reason },
     };
     return ggmlx_proc_lookup(procs, sizeof procs / sizeof procs[0], name);
 }
@@ -394,6 +412,21 @@ static struct ggml_backend_reg g_reg = {
 ggml_backend_reg_t ggml_backend_cuda_reg(void) {
     return &g_reg;
 }
+
+#ifdef GGML_BACKEND_DL
+/*
+ * As a module: without a usable device the score is 0, so ggml_backend_load_all
+ * leaves the module out and logs the reason once. Finding the devices only asks the runtime
+ * (cudaGetDeviceCount, which loads libcuda if there is one); no context is created.
+ */
+static int cuda_module_score(void) {
+    return ggmlx_cuda_n_devices() > 0 ? 1 : 0;
+}
+
+GGML_BACKEND_DL_IMPL(ggml_backend_cuda_reg)
+GGML_BACKEND_DL_SCORE_IMPL(cuda_module_score)
+GGMLX_BACKEND_DL_REASON_IMPL(no_device_reason)
+#endif
 
 /* ---- public per-device calls (ggml-cuda.h) ------------------------------------------------- */
 

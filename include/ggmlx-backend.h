@@ -28,6 +28,15 @@ extern "C" {
     /* Number of tasks enqueued and not yet finished on a host queue (0 for other backends). */
     GGML_API size_t ggmlx_backend_queue_pending(ggml_backend_t backend);
 
+    /*
+     * Backends this process found but cannot use, and why: first the modules that
+     * ggml_backend_load_all left out (a library missing, such as libcublas, or no device:
+     * "no CUDA device (cudaErrorInsufficientDriver: ...)"), then the registered registries with
+     * no device that can say why (CUDA linked in, on a machine without a GPU or driver).
+     * Entry i (from 0) is copied into name ("CUDA") and why; false past the last entry.
+     */
+    GGML_API bool ggmlx_backend_unavailable(size_t i, char * name, size_t name_size, char * why, size_t why_size);
+
 #ifdef __cplusplus
 }
 #endif

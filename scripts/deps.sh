@@ -28,9 +28,17 @@ ggmlx_ensure_packages() {
             return 1
         fi
     fi
-    echo "installing: ${missing[*]}"
-    "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq
-    "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
+    # apt's and dpkg's progress goes to a log: one line here says what is installed, and the
+    # log is shown only when something fails
+    local log="${TMPDIR:-/tmp}/ggmlx-deps.log"
+    echo "installing ${missing[*]} with apt-get (log: $log)" >&2
+    if ! { "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq &&
+           "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+               "${missing[@]}"; } >"$log" 2>&1; then
+        tail -n 20 "$log" >&2
+        echo "error: apt-get could not install ${missing[*]} (log: $log)" >&2
+        return 1
+    fi
 }
 
 # ggmlx_build_tools: the tools both scripts need (a package is skipped when its

@@ -21,6 +21,10 @@
 #                between devices, graph replays) and ggml-demo over the 3 devices (output joins demo.log)
 #   comm         cuda-comm-check: NCCL all-reduce through the CUDA registry (1 rank on CUDA0; a real sum
 #                with 2+ GPUs); no NCCL library is a skip. Its output goes to devices.log
+#   module       GGML_BACKEND_DL=ON build (libraries and ggml-devices/ggml-demo only) into
+#                build-gpu-dl/: ggml-devices --load-all must find CUDA0 through libggml-cuda.so with
+#                nothing logged, ggml-demo must pass on CUDA0, and with CUDA_VISIBLE_DEVICES empty the
+#                module must cost one "CUDA module not used" line. Output joins devices.log
 #   sanitizer    compute-sanitizer memcheck over ggml-conformance --device CUDA0 on a few filters
 #                (last: it is the slowest, and what is left of the budget bounds it)
 # Logs go to $OUT when set (the device tool brings $OUT back; at most 8 files), else to
@@ -347,6 +351,51 @@ if have cuda-comm-check; then
     fi
 else
     record comm "FAIL (not built)" 0.0 "-"
+fi
+
+# ---- module: the CUDA backend as a loadable module (GGML_BACKEND_DL) ------------------------------------
+# CI builds and runs this configuration only where there is no GPU; here the module must load.
+dl_build=$build-dl
+# dl_check BUILD, run through `bash -c` so that run_step's timeout bounds it; its scratch files stay
+# out of $OUT (which brings back 8 files at most)
+# shellcheck disable=SC2317 # invoked indirectly, through bash -c
+dl_check() {
+    local b=$1 out scratch rc=1
+    scratch=$(mktemp -d)
+    echo "--- ggml-devices --load-all (GGML_BACKEND_DL)"
+    if ! out=$("$b/bin/ggml-devices" --load-all 2>"$scratch/err"); then
+        cat "$scratch/err"
+    elif echo "$out" && ! grep -qE '^ +[0-9]+ +CUDA0 ' <<<"$out" || [ -s "$scratch/err" ]; then
+        echo "module: CUDA0 not found through libggml-cuda.so, or something was logged: $(cat "$scratch/err")"
+    elif ! { echo "--- ggml-demo --no-trace (GGML_BACKEND_DL)" &&
+             "$b/bin/ggml-demo" --no-trace >"$scratch/demo" 2>&1; tail -n 2 "$scratch/demo" &&
+             grep -q 'passed on CUDA0' "$scratch/demo"; }; then
+        echo "module: the demo did not pass on CUDA0"
+    elif ! { echo "--- ggml-devices --load-all with CUDA_VISIBLE_DEVICES empty" &&
+             out=$(CUDA_VISIBLE_DEVICES='' "$b/bin/ggml-devices" --load-all 2>"$scratch/err") &&
+             cat "$scratch/err" && [ "$(wc -l <"$scratch/err")" -eq 1 ] &&
+             grep -q 'CUDA module not used: .*no CUDA device' "$scratch/err" && grep -qE '^ +0 +CPU ' <<<"$out"; }; then
+        echo "module: without a visible GPU, want one 'CUDA module not used' line and the CPU device"
+    else
+        rc=0
+    fi
+    rm -rf "$scratch"
+    return "$rc"
+}
+if [ "$skip_build" = 1 ]; then
+    record module skip 0.0 "GPU_CHECK_SKIP_BUILD=1"
+else
+    echo "--- module build (GGML_BACKEND_DL=ON) in $dl_build" >>"$gpu_log"
+    mod_t0=$(date +%s%N)
+    run_step "module build" 150 "$gpu_log" bash -c "cmake -S '$root' -B '$dl_build' -G Ninja -DCMAKE_BUILD_TYPE=Release \
+        -DGGML_CUDA=ON -DGGML_BACKEND_DL=ON -DCMAKE_CUDA_ARCHITECTURES=$arch -DGGML_BUILD_TESTS=OFF \
+        -DGGML_BUILD_BENCH=OFF >/dev/null && cmake --build '$dl_build' -j $jobs --target ggml-devices ggml-demo >/dev/null"
+    if [ "$step_rc" = 0 ]; then
+        export -f dl_check
+        # shellcheck disable=SC2016 # $1 is bash -c's own argument
+        run_step module 90 "$gpu_log" bash -c 'dl_check "$1"' dl_check "$dl_build"
+    fi
+    record module "$(status_of "$step_rc")" "$(elapsed_s "$mod_t0")" "libggml-cuda.so loaded by ggml_backend_load_all; demo on CUDA0 (see devices.log)"
 fi
 
 # ---- compute-sanitizer -------------------------------------------------------------------------------

@@ -10,13 +10,16 @@
 
 #include "ggml-backend-impl.h"
 #include "ggml-backend.h"
+#include "ggmlx-backend.h"
 #include "ggmlx.h"
 #include "ggml/registry-impl.h"
 
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #ifndef GGMLX_TESTMOD_DIR
 #    error "GGMLX_TESTMOD_DIR must name the directory of the test modules (tests/CMakeLists.txt)"
@@ -252,6 +255,185 @@ Test(load, load_all_from_a_missing_directory_is_an_error) {
     ggml_backend_load_all_from_path(GGMLX_TESTMOD_DIR "/no-such-dir");
     expect_error_with("ggml_backend_load_all_from_path", "no-such-dir", NULL);
     expect_unchanged(before);
+}
+
+/* ---- a backend that cannot be used here: one info line, and the reason kept ---------------------- */
+
+/* every log line while a test runs: how many, at what levels, and their text */
+static struct {
+    int  n, n_info;
+    char text[4096];
+} g_log;
+
+static void capture_log(enum ggml_log_level level, const char * text, void * user_data) {
+    (void) user_data;
+    g_log.n++;
+    g_log.n_info += level == GGML_LOG_LEVEL_INFO;
+    strncat(g_log.text, text, sizeof g_log.text - strlen(g_log.text) - 1);
+}
+
+static void capture_start(void) {
+    memset(&g_log, 0, sizeof g_log);
+    ggml_log_set(capture_log, NULL);
+}
+
+/* the reason ggmlx_backend_unavailable gives for name, "" when it lists no such backend; and how often */
+static int unavailable_reason(const char * name, char * why, size_t size) {
+    char n[32], w[448];
+    int  found = 0;
+    why[0]     = '\0';
+    for (size_t i = 0; ggmlx_backend_unavailable(i, n, sizeof n, w, sizeof w); i++) {
+        if (strcmp(n, name) == 0) {
+            snprintf(why, size, "%s", w);
+            found++;
+        }
+    }
+    cr_assert_null(ggmlx_last_error());
+    return found;
+}
+
+Test(load, a_scan_whose_module_cannot_run_here_logs_one_info_line_with_its_reason) {
+    const struct counts before = counts_now();
+    setenv("GGMLX_TESTMOD_SCORE", "0", 1);
+    setenv("GGMLX_TESTMOD_REASON", "no TESTMOD device (testErrorNoHardware)", 1);
+    capture_start();
+    cr_assert_null(ggmlx_backend_load_best("testmod", GGMLX_TESTMOD_DIR));
+    ggml_log_set(NULL, NULL);
+    cr_assert_eq(g_log.n, 1, "%d log lines:\n%s", g_log.n, g_log.text);
+    cr_assert_eq(g_log.n_info, 1, "not at info level:\n%s", g_log.text);
+    cr_assert(strstr(g_log.text, "ggml_backend_load_all: TESTMOD module not used: ") == g_log.text, "%s", g_log.text);
+    cr_assert(strstr(g_log.text, "/libggml-testmod.so' is not supported on this machine: "
+                                 "no TESTMOD device (testErrorNoHardware)\n") != NULL, "%s", g_log.text);
+    expect_unchanged(before);
+
+    char why[448];
+    cr_assert_eq(unavailable_reason("TESTMOD", why, sizeof why), 1);
+    cr_assert(strstr(why, "no TESTMOD device (testErrorNoHardware)") != NULL, "%s", why);
+}
+
+Test(load, a_module_scoring_zero_without_a_reason_says_what_it_scored) {
+    setenv("GGMLX_TESTMOD_SCORE", "0", 1);
+    unsetenv("GGMLX_TESTMOD_REASON");
+    capture_start();
+    cr_assert_null(ggmlx_backend_load_best("testmod", GGMLX_TESTMOD_DIR));
+    ggml_log_set(NULL, NULL);
+    cr_assert_eq(g_log.n, 1, "%s", g_log.text);
+    cr_assert(strstr(g_log.text, "not supported on this machine (ggml_backend_score returned 0)") != NULL, "%s",
+              g_log.text);
+}
+
+Test(load, loading_a_module_that_cannot_run_here_is_an_error_with_its_reason) {
+    const struct counts before = counts_now();
+    setenv("GGMLX_TESTMOD_SCORE", "0", 1);
+    setenv("GGMLX_TESTMOD_REASON", "no TESTMOD device (testErrorNoHardware)", 1);
+    cr_assert_null(ggml_backend_load(TESTMOD));
+    expect_error_with("ggml_backend_load", "libggml-testmod.so", "not supported on this machine",
+                      "no TESTMOD device (testErrorNoHardware)", NULL);
+    expect_unchanged(before);
+}
+
+Test(load, a_module_file_that_does_not_load_costs_one_info_line_naming_the_loader_error) {
+    /* a module whose library cannot be opened (as libggml-cuda.so without libcublas): here not ELF */
+    char dir[] = "/tmp/ggmlx-test-load-XXXXXX";
+    cr_assert_not_null(mkdtemp(dir));
+    char path[sizeof dir + 32];
+    snprintf(path, sizeof path, "%s/libggml-broken.so", dir);
+    FILE * f = fopen(path, "w");
+    cr_assert_not_null(f);
+    fputs("not a shared library\n", f);
+    fclose(f);
+
+    const struct counts before = counts_now();
+    capture_start();
+    ggml_backend_reg_t reg = ggmlx_backend_load_best("broken", dir);
+    ggml_log_set(NULL, NULL);
+    unlink(path);
+    rmdir(dir);
+    cr_assert_null(reg);
+    cr_assert_eq(g_log.n, 1, "%d log lines:\n%s", g_log.n, g_log.text);
+    cr_assert_eq(g_log.n_info, 1, "%s", g_log.text);
+    cr_assert(strstr(g_log.text, "ggml_backend_load_all: BROKEN module not used: cannot load '") != NULL, "%s",
+              g_log.text);
+    cr_assert(strstr(g_log.text, "libggml-broken.so") != NULL, "%s", g_log.text);
+    expect_unchanged(before);
+
+    char why[448];
+    cr_assert_eq(unavailable_reason("BROKEN", why, sizeof why), 1);
+    cr_assert(strstr(why, "cannot load '") == why, "%s", why);
+}
+
+Test(load, a_second_scan_logs_no_second_line_and_the_note_goes_once_the_backend_loads) {
+    setenv("GGMLX_TESTMOD_SCORE", "0", 1);
+    setenv("GGMLX_TESTMOD_REASON", "no TESTMOD device yet", 1);
+    capture_start();
+    cr_assert_null(ggmlx_backend_load_best("testmod", GGMLX_TESTMOD_DIR));
+    cr_assert_null(ggmlx_backend_load_best("testmod", GGMLX_TESTMOD_DIR)); /* a second scan: no second line */
+    ggml_log_set(NULL, NULL);
+    cr_assert_eq(g_log.n_info, 1, "%s", g_log.text);
+    char why[448];
+    cr_assert_eq(unavailable_reason("TESTMOD", why, sizeof why), 1);
+
+    setenv("GGMLX_TESTMOD_SCORE", "1", 1);
+    cr_assert_not_null(ggmlx_backend_load_best("testmod", GGMLX_TESTMOD_DIR));
+    cr_assert_eq(unavailable_reason("TESTMOD", why, sizeof why), 0, "still listed: %s", why);
+}
+
+/* a linked registry with no device, like CUDA on a machine without a GPU, that can say why */
+static const char * nodev_name(ggml_backend_reg_t reg) {
+    (void) reg;
+    return "NODEV";
+}
+
+static size_t nodev_count(ggml_backend_reg_t reg) {
+    (void) reg;
+    return 0;
+}
+
+static ggml_backend_dev_t nodev_get(ggml_backend_reg_t reg, size_t index) {
+    (void) reg;
+    (void) index;
+    return NULL;
+}
+
+static const char * nodev_reason(void) {
+    return "no NODEV device (testErrorInsufficientDriver)";
+}
+
+static void * nodev_proc(ggml_backend_reg_t reg, const char * name) {
+    (void) reg;
+    return strcmp(name, GGMLX_BACKEND_UNAVAILABLE_REASON) == 0 ? (void *) nodev_reason : NULL;
+}
+
+static struct ggml_backend_reg g_nodev_reg = {
+    .api_version = GGML_BACKEND_API_VERSION,
+    .iface       = { .get_name = nodev_name, .get_device_count = nodev_count, .get_device = nodev_get,
+                     .get_proc_address = nodev_proc },
+};
+
+Test(load, a_registered_registry_without_devices_is_listed_with_its_reason) {
+    char why[448];
+    cr_assert_eq(unavailable_reason("NODEV", why, sizeof why), 0);
+    ggml_backend_register(&g_nodev_reg);
+    cr_assert_null(ggmlx_last_error());
+    cr_assert_eq(unavailable_reason("NODEV", why, sizeof why), 1);
+    cr_assert_str_eq(why, "no NODEV device (testErrorInsufficientDriver)");
+}
+
+Test(load, a_registry_without_devices_or_a_reason_is_not_listed) {
+    static struct ggml_backend_reg quiet;
+    quiet                        = g_nodev_reg;
+    quiet.iface.get_proc_address = NULL;
+    ggml_backend_register(&quiet);
+    char why[448];
+    cr_assert_eq(unavailable_reason("NODEV", why, sizeof why), 0, "%s", why);
+}
+
+Test(load, unavailable_needs_buffers_with_room) {
+    char name[32], why[64];
+    cr_assert_not(ggmlx_backend_unavailable(0, NULL, 0, why, sizeof why));
+    expect_error_with("ggmlx_backend_unavailable", "buffers", NULL);
+    cr_assert_not(ggmlx_backend_unavailable(0, name, sizeof name, why, 0));
+    expect_error_with("ggmlx_backend_unavailable", "buffers", NULL);
 }
 
 /* ---- threads ---------------------------------------------------------------------------------------- */

@@ -63,6 +63,7 @@ Test(tools, devices_json_lists_registries_and_devices_with_props) {
     run_tool(&r, "ggml-devices --json");
     cr_assert_eq(r.status, 0, "%s", r.out);
     expect_in(&r, "\"registries\": [");
+    expect_in(&r, "\"unavailable\": ["); /* backends there but not usable, with the reason */
     expect_in(&r, "{\"name\": \"CPU\", \"devices\": [\"CPU\"]}");
     expect_in(&r, "\"name\": \"CPU\", \"registry\": \"CPU\", \"type\": \"CPU\"");
     expect_in(&r, "\"memory_total\": ");

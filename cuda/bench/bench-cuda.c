@@ -714,6 +714,9 @@ int main(int argc, char ** argv) {
         return 2;
     }
 
+#ifdef GGML_BACKEND_DL
+    ggml_backend_load_all(); /* libggml-cuda.so is a module: CUDA0 exists once it is loaded */
+#endif
     ggml_backend_dev_t dev     = ggml_backend_dev_by_name(o.device);
     ggml_backend_t     backend = NULL;
     if (dev == NULL) {

@@ -246,6 +246,16 @@ struct ggml_backend_reg {
 typedef ggml_backend_reg_t (*ggml_backend_init_t)(void);  /* "ggml_backend_init" */
 typedef int                (*ggml_backend_score_t)(void); /* "ggml_backend_score": 0 = cannot run here */
 
+/*
+ * ggmlx's addition, optional: "ggmlx_backend_unavailable_reason" says in one phrase why the
+ * backend cannot be used here ("no CUDA device (cudaErrorNoDevice: ...)"), NULL when it can.
+ * A module exports it next to ggml_backend_score (the loader asks it after a score of 0, so
+ * the one line it logs names the cause); a linked registry with no device answers it through
+ * get_proc_address under the same name, for ggmlx_backend_unavailable.
+ */
+typedef const char * (*ggmlx_backend_unavailable_reason_t)(void);
+#define GGMLX_BACKEND_UNAVAILABLE_REASON "ggmlx_backend_unavailable_reason"
+
 #ifdef GGML_BACKEND_DL
 #    define GGML_BACKEND_DL_IMPL(reg_fn)                                                      \
         __attribute__((visibility("default"))) ggml_backend_reg_t ggml_backend_init(void);   \
@@ -253,9 +263,13 @@ typedef int                (*ggml_backend_score_t)(void); /* "ggml_backend_score
 #    define GGML_BACKEND_DL_SCORE_IMPL(score_fn)                                              \
         __attribute__((visibility("default"))) int ggml_backend_score(void);                 \
         int ggml_backend_score(void) { return score_fn(); }
+#    define GGMLX_BACKEND_DL_REASON_IMPL(reason_fn)                                           \
+        __attribute__((visibility("default"))) const char * ggmlx_backend_unavailable_reason(void); \
+        const char * ggmlx_backend_unavailable_reason(void) { return reason_fn(); }
 #else
 #    define GGML_BACKEND_DL_IMPL(reg_fn)
 #    define GGML_BACKEND_DL_SCORE_IMPL(score_fn)
+#    define GGMLX_BACKEND_DL_REASON_IMPL(reason_fn)
 #endif
 
 /* ---- helpers for the generic layer --------------------------------------------------------- */

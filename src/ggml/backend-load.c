@@ -10,6 +10,7 @@
 
 #include "ggmlx.h"
 
+#include <ctype.h>
 #include <dirent.h>
 #include <dlfcn.h>
 #include <limits.h>
@@ -41,32 +42,44 @@ static ggml_backend_init_t init_fn(void * handle) {
     return fn;
 }
 
-/* Loads and registers one module. Failures are errors of func when as_error, else warnings. */
-static ggml_backend_reg_t load_module(const char * path, const char * func, bool as_error) {
-    if (path == NULL || path[0] == '\0') {
-        /* dlopen would hand back the main program for these */
-        ggmlx_registry_report(as_error, func, "path is %s", path == NULL ? "NULL" : "empty");
-        return NULL;
+/* Why the module at path cannot run here, in its own words when it has them (copied: it is closed next). */
+static void unavailable_reason(void * handle, const char * path, int score, char * why, size_t size) {
+    ggmlx_backend_unavailable_reason_t fn  = NULL;
+    void *                             sym = dlsym(handle, GGMLX_BACKEND_UNAVAILABLE_REASON);
+    memcpy(&fn, &sym, sizeof fn);
+    const char * r = fn != NULL ? fn() : NULL;
+    if (r != NULL && r[0] != '\0') {
+        snprintf(why, size, "'%s' is not supported on this machine: %s", path, r);
+    } else {
+        snprintf(why, size, "'%s' is not supported on this machine (ggml_backend_score returned %d)", path, score);
     }
+}
 
+/*
+ * Opens the module at path and asks its score: > 0 usable, 0 not here, -1 when it has no
+ * ggml_backend_score. Returns the open handle when the module may be used, else NULL with the
+ * reason in why (dlerror's text, or the module's own reason).
+ */
+static void * open_scored(const char * path, int * score, char * why, size_t why_size) {
     dlerror();
     void * handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     if (handle == NULL) {
-        const char * why = dlerror();
-        ggmlx_registry_report(as_error, func, "cannot load '%s': %s", path, why ? why : "unknown dlopen error");
+        const char * err = dlerror();
+        snprintf(why, why_size, "cannot load '%s': %s", path, err ? err : "unknown dlopen error");
         return NULL;
     }
-
-    const ggml_backend_score_t score = score_fn(handle);
-    if (score != NULL) {
-        const int s = score();
-        if (s <= 0) {
-            ggmlx_registry_report(as_error, func,
-                                  "'%s' is not supported on this machine (ggml_backend_score returned %d)", path, s);
-            goto err_close;
-        }
+    const ggml_backend_score_t fn = score_fn(handle);
+    *score = fn != NULL ? fn() : -1;
+    if (fn != NULL && *score <= 0) {
+        unavailable_reason(handle, path, *score, why, why_size);
+        dlclose(handle);
+        return NULL;
     }
+    return handle;
+}
 
+/* Registers the module behind handle (closed on failure). Errors of func when as_error, else warnings. */
+static ggml_backend_reg_t register_module(void * handle, const char * path, const char * func, bool as_error) {
     const ggml_backend_init_t init = init_fn(handle);
     if (init == NULL) {
         ggmlx_registry_report(as_error, func, "'%s' is not a ggml backend module (it exports no ggml_backend_init)",
@@ -105,6 +118,23 @@ static ggml_backend_reg_t load_module(const char * path, const char * func, bool
 err_close:
     dlclose(handle);
     return NULL;
+}
+
+/* Loads and registers one module. Failures are errors of func when as_error, else warnings. */
+static ggml_backend_reg_t load_module(const char * path, const char * func, bool as_error) {
+    if (path == NULL || path[0] == '\0') {
+        /* dlopen would hand back the main program for these */
+        ggmlx_registry_report(as_error, func, "path is %s", path == NULL ? "NULL" : "empty");
+        return NULL;
+    }
+    char   why[PATH_MAX + 256];
+    int    score  = -1;
+    void * handle = open_scored(path, &score, why, sizeof why);
+    if (handle == NULL) {
+        ggmlx_registry_report(as_error, func, "%s", why);
+        return NULL;
+    }
+    return register_module(handle, path, func, as_error);
 }
 
 ggml_backend_reg_t ggml_backend_load(const char * path) {
@@ -173,8 +203,8 @@ static size_t default_dirs(char dirs[][PATH_MAX]) {
         n += strip_to_dir(dirs[n]);
     }
     Dl_info info;
-    if (dladdr(&g_anchor, &info) != 0 && info.dli_fname != NULL && strlen(info.dli_fname) < PATH_MAX) {
-        strcpy(dirs[n], info.dli_fname);
+    /* realpath: the loader's name may be "bin/../lib/libggml.so.0", which messages would repeat */
+    if (dladdr(&g_anchor, &info) != 0 && info.dli_fname != NULL && realpath(info.dli_fname, dirs[n]) != NULL) {
         if (strip_to_dir(dirs[n]) && (n == 0 || strcmp(dirs[n], dirs[0]) != 0)) {
             n++;
         }
@@ -189,18 +219,13 @@ static size_t default_dirs(char dirs[][PATH_MAX]) {
     return n;
 }
 
-/* ggml_backend_score of the module at path, -1 when it cannot be opened or has none */
-static int probe_score(const char * path) {
-    void * handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    if (handle == NULL) {
-        const char * why = dlerror();
-        ggmlx_log(GGML_LOG_LEVEL_WARN, "ggml_backend_load_all: skipping '%s': %s\n", path, why ? why : "dlopen failed");
-        return -1;
+/* "CUDA" for "cuda": registries name themselves in capitals */
+static void upper_name(char * out, size_t size, const char * name) {
+    size_t i = 0;
+    for (; name[i] != '\0' && i + 1 < size; i++) {
+        out[i] = (char) toupper((unsigned char) name[i]);
     }
-    const ggml_backend_score_t score = score_fn(handle);
-    const int s = score != NULL ? score() : -1;
-    dlclose(handle);
-    return s;
+    out[i] = '\0';
 }
 
 ggml_backend_reg_t ggmlx_backend_load_best(const char * name, const char * dir) {
@@ -217,9 +242,11 @@ ggml_backend_reg_t ggmlx_backend_load_best(const char * name, const char * dir) 
         n_dirs = default_dirs(dirs);
     }
 
-    char best[PATH_MAX]     = "";
-    char fallback[PATH_MAX] = "";
-    int  best_score         = 0;
+    /* the best scored module and an unscored one under the plain name stay open until the end */
+    char   best[PATH_MAX] = "", fallback[PATH_MAX] = "";
+    void * best_handle = NULL, * fallback_handle = NULL;
+    int    best_score  = 0;
+    char   why[PATH_MAX + 256] = ""; /* why the first module that cannot be used was left out */
     for (size_t d = 0; d < n_dirs; d++) {
         DIR * dp = opendir(dirs[d]);
         if (dp == NULL) {
@@ -234,24 +261,52 @@ ggml_backend_reg_t ggmlx_backend_load_best(const char * name, const char * dir) 
             if (snprintf(path, sizeof path, "%s/%s", dirs[d], e->d_name) >= (int) sizeof path) {
                 continue;
             }
-            const int s = probe_score(path);
-            if (s > best_score) {
-                best_score = s;
+            char   this_why[sizeof why];
+            int    s      = -1;
+            void * handle = open_scored(path, &s, this_why, sizeof this_why);
+            if (handle == NULL) {
+                if (why[0] == '\0') {
+                    memcpy(why, this_why, sizeof why);
+                }
+            } else if (s > best_score) {
+                if (best_handle != NULL) {
+                    dlclose(best_handle);
+                }
+                best_handle = handle;
+                best_score  = s;
                 strcpy(best, path);
-            } else if (s < 0 && exact && fallback[0] == '\0') {
+            } else if (s < 0 && exact && fallback_handle == NULL) {
                 /* a module without a score is only taken under the backend's plain name */
+                fallback_handle = handle;
                 strcpy(fallback, path);
+            } else {
+                dlclose(handle);
             }
         }
         closedir(dp);
     }
 
-    const char * path = best[0] ? best : fallback;
-    if (path[0] == '\0') {
-        ggmlx_log(GGML_LOG_LEVEL_DEBUG, "ggml_backend_load_all: no module for backend '%s'\n", name);
+    if (best_handle != NULL) {
+        if (fallback_handle != NULL) {
+            dlclose(fallback_handle);
+        }
+        return register_module(best_handle, best, "ggml_backend_load_all", false);
+    }
+    if (fallback_handle != NULL) {
+        return register_module(fallback_handle, fallback, "ggml_backend_load_all", false);
+    }
+    if (why[0] != '\0') {
+        /* an optional backend this machine cannot run (no GPU, no driver, no libcublas): one line
+         * per process, not one per scan */
+        char upper[32];
+        upper_name(upper, sizeof upper, name);
+        const bool first = ggmlx_registry_note_unavailable(upper, why);
+        ggmlx_log(first ? GGML_LOG_LEVEL_INFO : GGML_LOG_LEVEL_DEBUG, "ggml_backend_load_all: %s module not used: %s\n",
+                  upper, why);
         return NULL;
     }
-    return load_module(path, "ggml_backend_load_all", false);
+    ggmlx_log(GGML_LOG_LEVEL_DEBUG, "ggml_backend_load_all: no module for backend '%s'\n", name);
+    return NULL;
 }
 
 void ggml_backend_load_all_from_path(const char * dir_path) {

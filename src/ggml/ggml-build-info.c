@@ -16,8 +16,10 @@ const char * ggmlx_build_info(void) {
     snprintf(info, sizeof info, "ggmlx %s (commit %s); CPU: avx2=%d avx512=%d f16c=%d; CUDA: %s; sanitizers: %s",
              ggml_version(), ggml_commit(), ggml_cpu_has_avx2(), ggml_cpu_has_avx512(), ggml_cpu_has_f16c(),
 #endif
-#ifdef GGMLX_HAVE_CUDA
+#if defined(GGMLX_HAVE_CUDA)
              "compiled",
+#elif defined(GGMLX_CUDA_MODULE)
+             "loadable module",
 #else
              "not compiled",
 #endif

@@ -42,6 +42,13 @@ GGMLX_INTERNAL enum ggmlx_reg_add ggmlx_registry_add(ggml_backend_reg_t reg, voi
  */
 GGMLX_INTERNAL bool ggmlx_registry_remove(ggml_backend_reg_t reg, void ** handle);
 
+/*
+ * Records that the backend called name (as registries name themselves: "CUDA") was found but
+ * cannot be used here, and why, for ggmlx_backend_unavailable. Registering a registry of that
+ * name with devices later drops the note. false when the same note was there already.
+ */
+GGMLX_INTERNAL bool ggmlx_registry_note_unavailable(const char * name, const char * why);
+
 /* true when a registry of that name (any case) is registered */
 GGMLX_INTERNAL bool ggmlx_registry_has_name(const char * name);
 

@@ -13,6 +13,7 @@
 #ifdef GGMLX_HAVE_CUDA
 #    include "ggml-cuda.h"
 #endif
+#include "ggmlx-backend.h"
 #include "ggmlx-sim.h"
 #include "ggmlx.h"
 
@@ -54,6 +55,14 @@ static struct reg_entry * g_regs;
 static size_t             g_n_regs, g_cap_regs;
 static ggml_backend_dev_t * g_devs;
 static size_t             g_n_devs, g_cap_devs;
+
+/* backends found but not usable here (modules ggml_backend_load_all left out), with the reason */
+struct unavailable {
+    char name[32];
+    char why[448];
+};
+static struct unavailable * g_unavail;
+static size_t               g_n_unavail, g_cap_unavail;
 
 /* ---- helpers ------------------------------------------------------------------------------- */
 
@@ -167,6 +176,90 @@ static const char * device_list(char * buf, size_t size) {
     return buf;
 }
 
+/* ---- backends that cannot be used here ----------------------------------------------------------- */
+
+static void drop_unavailable_locked(const char * name) {
+    size_t kept = 0;
+    for (size_t i = 0; i < g_n_unavail; i++) {
+        if (strcasecmp(g_unavail[i].name, name) != 0) {
+            g_unavail[kept++] = g_unavail[i];
+        }
+    }
+    g_n_unavail = kept;
+}
+
+bool ggmlx_registry_note_unavailable(const char * name, const char * why) {
+    pthread_mutex_lock(&g_mutex);
+    for (size_t i = 0; i < g_n_unavail; i++) {
+        const struct unavailable * u = &g_unavail[i];
+        if (strcasecmp(u->name, name) == 0 && strncmp(u->why, why, sizeof u->why - 1) == 0) {
+            pthread_mutex_unlock(&g_mutex);
+            return false; /* noted before, for the same reason */
+        }
+    }
+    drop_unavailable_locked(name); /* the latest reason replaces an older one */
+    /* out of memory only loses the note: the info line was logged already */
+    if (reserve((void **) &g_unavail, &g_cap_unavail, g_n_unavail, 1, sizeof *g_unavail)) {
+        struct unavailable * u = &g_unavail[g_n_unavail++];
+        snprintf(u->name, sizeof u->name, "%s", name);
+        snprintf(u->why, sizeof u->why, "%s", why);
+    }
+    pthread_mutex_unlock(&g_mutex);
+    return true;
+}
+
+/* the reason a registered registry without devices gives, copied into why; false when it gives none */
+static bool reg_unavailable_reason(ggml_backend_reg_t reg, char * why, size_t size) {
+    if (reg->iface.get_device_count(reg) > 0 || reg->iface.get_proc_address == NULL) {
+        return false;
+    }
+    ggmlx_backend_unavailable_reason_t fn  = NULL;
+    void *                             sym = reg->iface.get_proc_address(reg, GGMLX_BACKEND_UNAVAILABLE_REASON);
+    memcpy(&fn, &sym, sizeof fn);
+    const char * r = fn != NULL ? fn() : NULL;
+    if (r == NULL || r[0] == '\0') {
+        return false;
+    }
+    snprintf(why, size, "%s", r);
+    return true;
+}
+
+bool ggmlx_backend_unavailable(size_t i, char * name, size_t name_size, char * why, size_t why_size) {
+    ggmlx_registry_init();
+    if (name == NULL || why == NULL || name_size == 0 || why_size == 0) {
+        ggmlx_error(__func__, "name and why must be buffers with room");
+        return false;
+    }
+    name[0] = why[0] = '\0';
+    /* first the modules left out, then the registered registries that have no device */
+    pthread_mutex_lock(&g_mutex);
+    const size_t n_notes = g_n_unavail;
+    if (i < n_notes) {
+        snprintf(name, name_size, "%s", g_unavail[i].name);
+        snprintf(why, why_size, "%s", g_unavail[i].why);
+    }
+    pthread_mutex_unlock(&g_mutex);
+    ggmlx_ok();
+    if (i < n_notes) {
+        return true;
+    }
+    i -= n_notes;
+    size_t n;
+    ggml_backend_reg_t * regs  = regs_snapshot(&n);
+    bool                 found = false;
+    for (size_t r = 0; r < n && !found; r++) {
+        if (reg_unavailable_reason(regs[r], why, why_size) && i-- == 0) {
+            snprintf(name, name_size, "%s", reg_name_of(regs[r]));
+            found = true;
+        }
+    }
+    free(regs);
+    if (!found) {
+        why[0] = '\0';
+    }
+    return found;
+}
+
 /* ---- initialisation -------------------------------------------------------------------------- */
 
 static void register_static_backends(void) {
@@ -240,6 +333,9 @@ enum ggmlx_reg_add ggmlx_registry_add(ggml_backend_reg_t reg, void * handle, con
         if (!has_dev_locked(devs[i])) { /* already added by ggml_backend_device_register */
             g_devs[g_n_devs++] = devs[i];
         }
+    }
+    if (n > 0) {
+        drop_unavailable_locked(name);
     }
 out_unlock:
     pthread_mutex_unlock(&g_mutex);

@@ -6,8 +6,11 @@
  *   --load PATH  load a backend module first (may be repeated)
  *   --load-all   load every backend module found (ggml_backend_load_all) first
  * Exit status 0, 1 when a module named with --load could not be loaded, 2 on bad arguments.
+ * A backend that is there but cannot be used (a CUDA build without a GPU or driver, a module
+ * missing libcublas) is listed with the reason, so "0 devices" never goes unexplained.
  */
 #include "ggml-backend.h"
+#include "ggmlx-backend.h"
 #include "ggmlx.h"
 
 #include <stdbool.h>
@@ -54,6 +57,20 @@ static const char * caps_string(const struct ggml_backend_dev_caps * c, char * b
     return used ? buf : "-";
 }
 
+struct unavailable {
+    char name[32];
+    char why[448];
+};
+
+static size_t count_unavailable(void) {
+    struct unavailable u;
+    size_t             n = 0;
+    while (ggmlx_backend_unavailable(n, u.name, sizeof u.name, u.why, sizeof u.why)) {
+        n++;
+    }
+    return n;
+}
+
 static void print_table(void) {
     const size_t n_regs = ggml_backend_reg_count();
     printf("%zu backend registr%s\n", n_regs, n_regs == 1 ? "y" : "ies");
@@ -61,6 +78,15 @@ static void print_table(void) {
     for (size_t i = 0; i < n_regs; i++) {
         ggml_backend_reg_t reg = ggml_backend_reg_get(i);
         printf("  %-12s %zu\n", str_or(ggml_backend_reg_name(reg), "?"), ggml_backend_reg_dev_count(reg));
+    }
+
+    const size_t n_unavail = count_unavailable();
+    if (n_unavail > 0) {
+        printf("\n%zu backend%s not usable here\n", n_unavail, n_unavail == 1 ? "" : "s");
+        struct unavailable u;
+        for (size_t i = 0; ggmlx_backend_unavailable(i, u.name, sizeof u.name, u.why, sizeof u.why); i++) {
+            printf("  %-12s %s\n", u.name, u.why);
+        }
     }
 
     const size_t n_devs = ggml_backend_dev_count();
@@ -121,7 +147,17 @@ static void print_json(void) {
         }
         printf("]}");
     }
-    printf("%s],\n  \"devices\": [", n_regs ? "\n  " : "");
+    printf("%s],\n  \"unavailable\": [", n_regs ? "\n  " : "");
+    struct unavailable u;
+    size_t             n_unavail = 0;
+    for (; ggmlx_backend_unavailable(n_unavail, u.name, sizeof u.name, u.why, sizeof u.why); n_unavail++) {
+        printf("%s\n    {\"name\": ", n_unavail ? "," : "");
+        json_string(u.name);
+        printf(", \"reason\": ");
+        json_string(u.why);
+        printf("}");
+    }
+    printf("%s],\n  \"devices\": [", n_unavail ? "\n  " : "");
 
     const size_t n_devs = ggml_backend_dev_count();
     for (size_t i = 0; i < n_devs; i++) {

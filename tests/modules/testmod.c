@@ -9,7 +9,8 @@
  * with TESTMOD_BAD_VERSION, libggml-testmod-badver.so, whose registry claims upstream's API
  * version 2 and which exports no score, so a scan for "testmod" passes it over.
  *
- * GGMLX_TESTMOD_SCORE (environment) overrides the score, so a test can make it 0.
+ * GGMLX_TESTMOD_SCORE (environment) overrides the score, so a test can make it 0, and
+ * GGMLX_TESTMOD_REASON is what its ggmlx_backend_unavailable_reason says then (unset: NULL).
  */
 #include "ggml-backend-impl.h"
 
@@ -174,5 +175,11 @@ TESTMOD_EXPORT int ggml_backend_score(void);
 int ggml_backend_score(void) {
     const char * s = getenv("GGMLX_TESTMOD_SCORE");
     return s != NULL ? atoi(s) : 1;
+}
+
+/* why the score is 0, in the module's words: what the loader's one info line says */
+TESTMOD_EXPORT const char * ggmlx_backend_unavailable_reason(void);
+const char * ggmlx_backend_unavailable_reason(void) {
+    return getenv("GGMLX_TESTMOD_REASON");
 }
 #endif
