@@ -6,7 +6,8 @@
 # LIBDIR holds the installed (or built) libggml*.so; INCLUDEDIR the headers that go with them
 # (default: include/ of this checkout). Every symbol that `nm -D --defined-only` lists for a
 # library must be named by a declaration in those headers; the loader's own markers (_init,
-# _fini, _edata, ...) and the two entry points of a backend module are allowed. Prints one line
+# _fini, _edata, ...) and the entry points of a backend module (ggml_backend_init,
+# ggml_backend_score, and ggmlx's optional ggmlx_backend_unavailable_reason) are allowed. Prints one line
 # per library with its count, then every offender; exits 1 when there is one, 2 on bad usage.
 set -euo pipefail
 
@@ -46,8 +47,9 @@ sed -e 's://.*$::' "${headers[@]}" |
     grep -oE '[A-Za-z_][A-Za-z0-9_]*[[:space:]]*\(' "$tmp/headers.txt" | sed -E 's/[[:space:]]*\($//'
     { grep -E '\bextern\b' "$tmp/headers.txt" || true; } |
         { grep -oE '[A-Za-z_][A-Za-z0-9_]*[[:space:]]*(;|\[)' || true; } | sed -E 's/[[:space:]]*(;|\[)$//'
-    # a backend module's entry points (ggml-backend.h's typedefs name them only in strings)
-    printf '%s\n' ggml_backend_init ggml_backend_score
+    # a backend module's entry points (ggml-backend.h's typedefs name them only in strings; the
+    # loader asks ggmlx_backend_unavailable_reason why a module that scored 0 cannot run here)
+    printf '%s\n' ggml_backend_init ggml_backend_score ggmlx_backend_unavailable_reason
     # what the linker defines in every shared object
     printf '%s\n' _init _fini _edata _end __bss_start
 } | sort -u >"$tmp/declared.txt"
