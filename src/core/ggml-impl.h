@@ -47,6 +47,10 @@ struct ggml_context {
 /* Room for an object of `size` payload bytes; NULL (error recorded, ctx failed) when full. */
 struct ggml_object * ggmlx_ctx_new_object(struct ggml_context * ctx, enum ggml_object_type type, size_t size);
 
+/* Whether `size` bytes at `align` could ever be allocated on this host (padding cannot wrap,
+ * and it fits in RAM plus swap); false means refuse before asking the allocator. */
+bool ggmlx_host_size_possible(size_t size, size_t align);
+
 /* ---- graphs -------------------------------------------------------------------------------- */
 
 /* Open-addressing set of tensor pointers, used to visit each node once. */

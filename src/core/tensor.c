@@ -222,8 +222,8 @@ const char * ggml_get_name(const struct ggml_tensor * tensor) {
 
 struct ggml_tensor * ggml_set_name(struct ggml_tensor * tensor, const char * name) {
     if (tensor == NULL || name == NULL) {
-        ggmlx_error(__func__, "tensor or name is NULL");
-        return tensor;
+        ggmlx_error(__func__, "%s is NULL", tensor == NULL ? "tensor" : "name");
+        return NULL;
     }
     size_t i = 0;
     for (; i < sizeof tensor->name - 1 && name[i] != '\0'; i++) {
@@ -235,8 +235,8 @@ struct ggml_tensor * ggml_set_name(struct ggml_tensor * tensor, const char * nam
 
 struct ggml_tensor * ggml_format_name(struct ggml_tensor * tensor, const char * fmt, ...) {
     if (tensor == NULL || fmt == NULL) {
-        ggmlx_error(__func__, "tensor or format is NULL");
-        return tensor;
+        ggmlx_error(__func__, "%s is NULL", tensor == NULL ? "tensor" : "fmt");
+        return NULL;
     }
     va_list ap;
     va_start(ap, fmt);
@@ -302,11 +302,11 @@ struct ggml_tensor * ggml_set_zero(struct ggml_tensor * tensor) {
     }
     if (tensor->data == NULL) {
         ggmlx_error(__func__, "tensor '%s' has no data", tensor->name);
-        return tensor;
+        return NULL;
     }
     if (tensor->buffer != NULL) {
         ggmlx_error(__func__, "tensor '%s' lives in a backend buffer: use ggml_backend_tensor_memset", tensor->name);
-        return tensor;
+        return NULL;
     }
     memset(tensor->data, 0, ggml_nbytes(tensor));
     return tensor;

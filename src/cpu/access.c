@@ -81,18 +81,20 @@ static void fill(struct ggml_tensor * t, double v, bool is_int, int32_t iv) {
 }
 
 struct ggml_tensor * ggml_set_i32(struct ggml_tensor * tensor, int32_t value) {
-    if (host_tensor_ok(tensor, __func__)) {
-        fill(tensor, value, true, value);
-        ggmlx_ok();
+    if (!host_tensor_ok(tensor, __func__)) {
+        return NULL;
     }
+    fill(tensor, value, true, value);
+    ggmlx_ok();
     return tensor;
 }
 
 struct ggml_tensor * ggml_set_f32(struct ggml_tensor * tensor, float value) {
-    if (host_tensor_ok(tensor, __func__)) {
-        fill(tensor, value, false, 0);
-        ggmlx_ok();
+    if (!host_tensor_ok(tensor, __func__)) {
+        return NULL;
     }
+    fill(tensor, value, false, 0);
+    ggmlx_ok();
     return tensor;
 }
 
