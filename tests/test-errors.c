@@ -293,11 +293,60 @@ Test(errors, tensor_size_overflow_in_any_dim_is_refused) {
     cr_assert_null(ggml_new_tensor_2d(meta, GGML_TYPE_Q8_0, (int64_t) 1 << 62, 2));
     cr_assert(strstr(ggmlx_last_error(), "too large") != NULL, "%s", ggmlx_last_error());
     ggml_reset(meta);
+    /* Q4_0: 18 bytes a block of 32, so 2^63 elements fit in 2^58 * 18 bytes, but not in an int64 */
+    cr_assert_null(ggml_new_tensor_2d(meta, GGML_TYPE_Q4_0, (int64_t) 1 << 62, 2));
+    cr_assert(strstr(ggmlx_last_error(), "too large") != NULL, "%s", ggmlx_last_error());
+    ggml_reset(meta);
     /* the largest that fits in int64 bytes is accepted, and its byte count is exact */
     struct ggml_tensor * t = ggml_new_tensor_2d(meta, GGML_TYPE_F32, (int64_t) 1 << 30, (int64_t) 1 << 30);
     cr_assert_not_null(t, "%s", ggmlx_last_error());
     cr_assert_eq(ggml_nbytes(t), (size_t) 1 << 62);
     ggml_free(meta);
+}
+
+Test(errors, a_row_size_beyond_size_max_is_refused) {
+    ggml_log_set(capture_log, NULL);
+    g_n_errors = 0;
+    /* 4 * INT64_MAX wrapped to a small size_t */
+    cr_assert_eq(ggml_row_size(GGML_TYPE_F32, INT64_MAX), 0);
+    cr_assert_eq(g_n_errors, 1);
+    cr_assert(strstr(ggmlx_last_error(), "ggml_row_size") && strstr(ggmlx_last_error(), "SIZE_MAX"), "%s",
+              ggmlx_last_error());
+    cr_assert_eq(ggml_row_size(GGML_TYPE_F32, INT64_MAX / 4), (size_t) (INT64_MAX / 4) * 4);
+}
+
+Test(errors, unravel_index_out_of_range_writes_nothing) {
+    ggml_log_set(capture_log, NULL);
+    g_n_errors = 0;
+    struct ggml_tensor * t = ggml_new_tensor_3d(ctx, GGML_TYPE_F32, 4, 3, 2);
+    const int64_t bad[] = { 24, -1, INT64_MAX, INT64_MIN };
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        int64_t i0 = 7, i1 = 7, i2 = 7, i3 = 7;
+        ggml_unravel_index(t, bad[k], &i0, &i1, &i2, &i3);
+        cr_assert(i0 == 7 && i1 == 7 && i2 == 7 && i3 == 7, "index %lld: nothing written", (long long) bad[k]);
+        cr_assert_eq(g_n_errors, 1);
+        cr_assert(strstr(ggmlx_last_error(), "ggml_unravel_index") && strstr(ggmlx_last_error(), "outside"), "%s",
+                  ggmlx_last_error());
+        g_n_errors = 0;
+    }
+    int64_t i0, i1, i2, i3;
+    ggml_unravel_index(t, 23, &i0, &i1, &i2, &i3);
+    cr_assert(i0 == 3 && i1 == 2 && i2 == 1 && i3 == 0);
+}
+
+Test(errors, a_threadpool_call_on_null_says_so) {
+    ggml_log_set(capture_log, NULL);
+    g_n_errors = 0;
+    cr_assert_null(ggml_threadpool_new(NULL));
+    cr_assert(strstr(ggmlx_last_error(), "params is NULL") != NULL, "not about n_threads: %s", ggmlx_last_error());
+    struct ggml_threadpool_params p = ggml_threadpool_params_default(0);
+    cr_assert_null(ggml_threadpool_new(&p));
+    cr_assert(strstr(ggmlx_last_error(), "n_threads = 0") != NULL, "%s", ggmlx_last_error());
+    ggml_threadpool_pause(NULL);
+    cr_assert(strstr(ggmlx_last_error(), "ggml_threadpool_pause") != NULL, "%s", ggmlx_last_error());
+    ggml_threadpool_resume(NULL);
+    cr_assert(strstr(ggmlx_last_error(), "ggml_threadpool_resume") != NULL, "%s", ggmlx_last_error());
+    cr_assert_eq(g_n_errors, 4);
 }
 
 Test(errors, on_error_abort_restores_upstream_behaviour, .signal = SIGABRT) {

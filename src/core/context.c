@@ -171,6 +171,19 @@ struct ggml_object * ggmlx_ctx_new_object(struct ggml_context * ctx, enum ggml_o
     return obj;
 }
 
+void ggmlx_ctx_rewind(struct ggml_context * ctx, struct ggml_object * end) {
+    struct ggml_object * obj = end ? end->next : ctx->objects_begin;
+    for (; obj != NULL; obj = obj->next) {
+        ctx->n_objects--;
+    }
+    if (end != NULL) {
+        end->next = NULL;
+    } else {
+        ctx->objects_begin = NULL;
+    }
+    ctx->objects_end = end;
+}
+
 void * ggml_new_buffer(struct ggml_context * ctx, size_t nbytes) {
     if (ctx == NULL) {
         ggmlx_error(__func__, "ctx is NULL");
