@@ -271,6 +271,24 @@ Test(errors, a_failing_pointer_setter_returns_null_and_changes_nothing) {
     cr_assert_eq(g_n_errors, 0);
 }
 
+/* ggml_set_name(ggml_add(...), "x") is how most code names tensors: the add's reason survives */
+Test(errors, naming_the_null_of_a_failed_constructor_keeps_its_reason) {
+    ggml_log_set(capture_log, NULL);
+    struct ggml_tensor * a = ggml_new_tensor_1d(ctx, GGML_TYPE_F32, 4);
+    struct ggml_tensor * b = ggml_new_tensor_1d(ctx, GGML_TYPE_F32, 3);
+    ggmlx_clear_last_error();
+    cr_assert_null(ggml_set_name(ggml_add(ctx, a, b), "sum"));
+    const char * msg = ggmlx_last_error();
+    cr_assert(strstr(msg, "ggml_set_name: tensor is NULL, after: ggml_add:") && strstr(msg, "cannot be broadcast"),
+              "%s", msg);
+    cr_assert_null(ggml_format_name(ggml_relu(ctx, a), "r%d", 1), "the context is failed");
+    msg = ggmlx_last_error();
+    cr_assert(strstr(msg, "ggml_format_name") && strstr(msg, "ggml_relu") && strstr(msg, "already failed"), "%s", msg);
+    ggmlx_clear_last_error();
+    cr_assert_null(ggml_set_name(NULL, "x"));
+    cr_assert_str_eq(ggmlx_last_error(), "ggml_set_name: tensor is NULL", "nothing pending: nothing carried");
+}
+
 /* every dimension can make elements * type size overflow, allocated or not, block types too */
 Test(errors, tensor_size_overflow_in_any_dim_is_refused) {
     ggml_log_set(capture_log, NULL);

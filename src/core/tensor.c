@@ -243,9 +243,26 @@ const char * ggml_get_name(const struct ggml_tensor * tensor) {
     return tensor ? tensor->name : NULL;
 }
 
+/*
+ * Naming the NULL of a failed constructor, as in ggml_set_name(ggml_add(...), "x"), must not
+ * hide why the constructor failed: the pending error is carried into the new message.
+ */
+static void null_tensor_error(const char * func) {
+    char pending[400];
+    if (ggmlx_error_save(pending, sizeof pending)) {
+        ggmlx_error(func, "tensor is NULL, after: %s", pending);
+    } else {
+        ggmlx_error(func, "tensor is NULL");
+    }
+}
+
 struct ggml_tensor * ggml_set_name(struct ggml_tensor * tensor, const char * name) {
-    if (tensor == NULL || name == NULL) {
-        ggmlx_error(__func__, "%s is NULL", tensor == NULL ? "tensor" : "name");
+    if (tensor == NULL) {
+        null_tensor_error(__func__);
+        return NULL;
+    }
+    if (name == NULL) {
+        ggmlx_error(__func__, "name is NULL");
         return NULL;
     }
     size_t i = 0;
@@ -257,8 +274,12 @@ struct ggml_tensor * ggml_set_name(struct ggml_tensor * tensor, const char * nam
 }
 
 struct ggml_tensor * ggml_format_name(struct ggml_tensor * tensor, const char * fmt, ...) {
-    if (tensor == NULL || fmt == NULL) {
-        ggmlx_error(__func__, "%s is NULL", tensor == NULL ? "tensor" : "fmt");
+    if (tensor == NULL) {
+        null_tensor_error(__func__);
+        return NULL;
+    }
+    if (fmt == NULL) {
+        ggmlx_error(__func__, "fmt is NULL");
         return NULL;
     }
     va_list ap;
