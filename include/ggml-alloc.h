@@ -67,8 +67,8 @@ extern "C" {
 
     /*
      * Give every node of graph its memory. With one buffer, grows it automatically when the
-     * graph needs more; with several, returns false if the graph differs from the reserved one
-     * (call reserve_n again).
+     * graph needs more; with several, returns false with an error if the graph differs from the
+     * reserved one or outgrew it (call reserve_n with it first); nothing is allocated then.
      */
     GGML_API bool ggml_gallocr_alloc_graph(ggml_gallocr_t galloc, struct ggml_cgraph * graph);
 

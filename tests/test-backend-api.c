@@ -591,6 +591,22 @@ Test(cpu_bad_input, null_graph_and_null_backend) {
     cr_assert_not(ggml_backend_is_cpu(NULL));
 }
 
+/* the message names the function the caller used, not the one it delegates to */
+Test(cpu_bad_input, a_null_argument_is_named_under_the_function_called) {
+    struct relu_graph r = relu_graph(4);
+    cr_assert_eq(ggml_backend_graph_compute(NULL, r.g), GGML_STATUS_FAILED);
+    cr_assert_str_eq(ggmlx_last_error(), "ggml_backend_graph_compute: backend is NULL");
+    cr_assert_eq(ggml_backend_graph_compute(cpu, NULL), GGML_STATUS_FAILED);
+    cr_assert_str_eq(ggmlx_last_error(), "ggml_backend_graph_compute: cgraph is NULL");
+    cr_assert_null(ggml_backend_alloc_buffer(NULL, 16));
+    cr_assert_str_eq(ggmlx_last_error(), "ggml_backend_alloc_buffer: backend is NULL");
+    cr_assert_eq(ggml_backend_get_alignment(NULL), 0);
+    cr_assert_str_eq(ggmlx_last_error(), "ggml_backend_get_alignment: backend is NULL");
+    cr_assert_eq(ggml_backend_get_max_size(NULL), 0);
+    cr_assert_str_eq(ggmlx_last_error(), "ggml_backend_get_max_size: backend is NULL");
+    ggmlx_clear_last_error();
+}
+
 Test(cpu_bad_input, an_unallocated_graph_is_refused_before_enqueueing) {
     struct relu_graph r = relu_graph(4); /* no buffer */
     const enum ggml_status st = ggml_backend_graph_compute(cpu, r.g);

@@ -1,10 +1,14 @@
 /*
- * test-context.c -- contexts: memory accounting, user buffers, no_alloc, reset, walking tensors.
+ * test-context.c -- contexts: memory accounting, user buffers, no_alloc, reset, walking tensors,
+ * and sizes so large that rounding them up would wrap past zero (refused, with a message).
  */
 #include <criterion/criterion.h>
 
+#include "test-errlog.h"
 #include "test-util.h"
 #include "ggml-impl.h"
+
+#include <limits.h>
 
 Test(context, init_and_free_own_memory) {
     struct ggml_init_params p = { 1024 * 1024, NULL, false };
@@ -128,4 +132,112 @@ Test(context, new_buffer_and_print_objects) {
     ggml_print_objects(ctx);
     cr_assert_null(ggml_new_buffer(ctx, 1u << 30));
     ggml_free(ctx);
+}
+
+/* ---- sizes near SIZE_MAX: refused before any padding can wrap them ------------------------- */
+
+static void assert_refused_once(const char * func, const char * why) {
+    cr_assert_eq(g_n_errors, 1, "%s: logged once", func);
+    cr_assert_not_null(ggmlx_last_error(), "%s: error recorded", func);
+    cr_assert(strstr(ggmlx_last_error(), func) != NULL && strstr(ggmlx_last_error(), why) != NULL,
+              "%s: says '%s': %s", func, why, ggmlx_last_error());
+    ggmlx_clear_last_error();
+    g_n_errors = 0;
+}
+
+Test(context, init_with_mem_size_near_size_max_fails_instead_of_wrapping) {
+    ggml_log_set(count_log, NULL);
+    g_n_errors = 0;
+    /* GGML_PAD(SIZE_MAX - k, 64) is 0 for k < 63: this was a 0-byte context and no error */
+    const size_t sizes[] = { SIZE_MAX, SIZE_MAX - 1, SIZE_MAX - 62, SIZE_MAX - 63, (size_t) PTRDIFF_MAX + 1,
+                             (size_t) 1 << 62 /* more than any machine has: refused, not asked of malloc */ };
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        struct ggml_init_params p = { sizes[i], NULL, false };
+        cr_assert_null(ggml_init(p), "mem_size %zu", sizes[i]);
+        assert_refused_once("ggml_init", "more memory than this machine has");
+        p.no_alloc = true; /* the context's own memory is allocated either way */
+        cr_assert_null(ggml_init(p), "mem_size %zu, no_alloc", sizes[i]);
+        assert_refused_once("ggml_init", "mem_size");
+    }
+    /* still usable, and the next success clears the error (the leak check of a sanitizer
+     * build fails this test if a refused init kept its header) */
+    struct ggml_init_params ok = { 1024, NULL, false };
+    cr_assert_null(ggml_init((struct ggml_init_params) { SIZE_MAX, NULL, false }));
+    struct ggml_context * ctx = ggml_init(ok);
+    cr_assert_not_null(ctx);
+    ASSERT_NO_ERROR();
+    cr_assert_geq(ggml_get_mem_size(ctx), 1024);
+    ggml_free(ctx);
+    ggml_log_set(NULL, NULL);
+}
+
+Test(context, init_with_a_user_buffer_past_the_address_space_fails) {
+    ggml_log_set(count_log, NULL);
+    g_n_errors = 0;
+    static unsigned char mem[256];
+    memset(mem, 0xa5, sizeof mem);
+    const size_t sizes[] = { SIZE_MAX, (size_t) PTRDIFF_MAX + 1, SIZE_MAX - (uintptr_t) mem + 1 };
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        struct ggml_init_params p = { sizes[i], mem, false };
+        cr_assert_null(ggml_init(p), "mem_size %zu", sizes[i]);
+        assert_refused_once("ggml_init", "past the end of the address space");
+    }
+    for (size_t i = 0; i < sizeof mem; i++) {
+        cr_assert_eq(mem[i], 0xa5, "the caller's buffer is untouched (byte %zu)", i);
+    }
+    ggml_log_set(NULL, NULL);
+}
+
+Test(context, an_object_near_size_max_is_out_of_memory_with_the_size_asked) {
+    ggml_log_set(count_log, NULL);
+    g_n_errors = 0;
+    struct ggml_init_params p = { 64 * 1024, NULL, false };
+    struct ggml_context * ctx = ggml_init(p);
+    void * keep = ggml_new_buffer(ctx, 100);
+    const size_t used = ggml_used_mem(ctx);
+    /* padded to 16 these wrap to 0 bytes */
+    const size_t sizes[] = { SIZE_MAX, SIZE_MAX - 7, SIZE_MAX - 14 };
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        cr_assert_null(ggml_new_buffer(ctx, sizes[i]));
+        char want[64];
+        snprintf(want, sizeof want, "%zu bytes asked for", sizes[i]);
+        assert_refused_once("ggml_new_object", want);
+        cr_assert_eq(ggml_used_mem(ctx), used, "nothing taken");
+        ggml_reset(ctx);
+        keep = ggml_new_buffer(ctx, 100);
+    }
+    cr_assert_not_null(keep);
+    ggml_free(ctx);
+    ggml_log_set(NULL, NULL);
+}
+
+Test(context, graph_size_out_of_range_is_refused_before_its_bytes_can_wrap) {
+    ggml_log_set(count_log, NULL);
+    g_n_errors = 0;
+    const size_t bad[] = { SIZE_MAX, SIZE_MAX / 2, SIZE_MAX / 8 + 1, (size_t) INT32_MAX, (size_t) INT32_MAX / 4 + 1 };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        cr_assert_eq(ggml_graph_overhead_custom(bad[i], false), 0, "size %zu", bad[i]);
+        assert_refused_once("ggml_graph_overhead_custom", "out of range");
+    }
+    /* the largest size allowed: its overhead is a real byte count, larger than its node arrays */
+    const size_t max = (size_t) INT32_MAX / 4;
+    cr_assert_gt(ggml_graph_overhead_custom(max, false), 2 * max * sizeof(struct ggml_tensor *));
+    ASSERT_NO_ERROR();
+
+    struct ggml_init_params p = { 1024 * 1024, NULL, true };
+    struct ggml_context * ctx = ggml_init(p);
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        cr_assert_null(ggml_new_graph_custom(ctx, bad[i], false), "size %zu", bad[i]);
+        assert_refused_once("ggml_new_graph_custom", "out of range");
+        cr_assert_eq(ggml_used_mem(ctx), 0, "nothing taken");
+        ggml_reset(ctx);
+    }
+    cr_assert_null(ggml_new_graph_custom(ctx, 0, false));
+    assert_refused_once("ggml_new_graph_custom", "out of range");
+    ggml_reset(ctx);
+    /* too big for this context, but a valid size: an ordinary out of memory */
+    cr_assert_null(ggml_new_graph_custom(ctx, max, false));
+    assert_refused_once("ggml_new_object", "out of memory");
+    ggml_free(ctx);
+    ggml_log_set(NULL, NULL);
 }

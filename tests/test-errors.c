@@ -208,12 +208,163 @@ Test(errors, null_handles_in_queries_do_not_crash) {
     cr_assert_null(ggml_graph_node(NULL, 0));
     cr_assert_null(ggml_get_tensor(NULL, "x"));
     cr_assert_null(ggml_set_zero(NULL));
-    ggml_set_name(NULL, "x");
+    cr_assert_null(ggml_set_name(NULL, "x"));
     ggml_set_input(NULL);
     ggml_build_forward_expand(NULL, NULL);
     ggml_graph_print(NULL);
     cr_assert_eq(ggml_used_mem(NULL), 0);
     ggml_reset(NULL);
+}
+
+/* a failed setter returns NULL like every pointer function, not its (unchanged) tensor */
+static void assert_refused(const char * func, const char * why) {
+    cr_assert_eq(g_n_errors, 1, "%s: logged once", func);
+    cr_assert(strstr(g_logged, func) != NULL, "log names %s: %s", func, g_logged);
+    cr_assert_not_null(ggmlx_last_error(), "%s: error recorded", func);
+    cr_assert(strstr(ggmlx_last_error(), func) != NULL && strstr(ggmlx_last_error(), why) != NULL,
+              "%s: says '%s': %s", func, why, ggmlx_last_error());
+    ggmlx_clear_last_error();
+    g_n_errors = 0;
+}
+
+Test(errors, a_failing_pointer_setter_returns_null_and_changes_nothing) {
+    ggml_log_set(capture_log, NULL);
+    g_n_errors = 0;
+    struct ggml_tensor * t = ggml_set_name(ggml_new_tensor_1d(ctx, GGML_TYPE_F32, 4), "keep");
+    cr_assert_not_null(t);
+    ggml_set_f32(t, 3.0f);
+
+    cr_assert_null(ggml_set_name(t, NULL));
+    assert_refused("ggml_set_name", "name is NULL");
+    cr_assert_null(ggml_set_name(NULL, "x"));
+    assert_refused("ggml_set_name", "tensor is NULL");
+    cr_assert_null(ggml_format_name(t, NULL));
+    assert_refused("ggml_format_name", "fmt is NULL");
+    cr_assert_null(ggml_format_name(NULL, "x%d", 1));
+    assert_refused("ggml_format_name", "tensor is NULL");
+    cr_assert_str_eq(ggml_get_name(t), "keep");
+
+    struct ggml_tensor * q = ggml_new_tensor_1d(ctx, GGML_TYPE_Q8_0, 32);
+    cr_assert_null(ggml_set_f32(q, 1.0f));
+    assert_refused("ggml_set_f32", "not supported");
+    cr_assert_null(ggml_set_i32(NULL, 1));
+    assert_refused("ggml_set_i32", "tensor is NULL");
+
+    struct ggml_init_params p = { 1024 * 1024, NULL, true };
+    struct ggml_context * meta = ggml_init(p);
+    struct ggml_tensor * unalloc = ggml_new_tensor_1d(meta, GGML_TYPE_F32, 4);
+    cr_assert_null(ggml_set_zero(unalloc));
+    assert_refused("ggml_set_zero", "has no data");
+    cr_assert_null(ggml_set_f32(unalloc, 1.0f));
+    assert_refused("ggml_set_f32", "has no data");
+    ggml_free(meta);
+
+    for (int i = 0; i < 4; i++) {
+        cr_assert_float_eq(ggml_get_f32_1d(t, i), 3.0f, 0, "the data is untouched");
+    }
+    cr_assert_not(ggmlx_context_is_failed(ctx), "a setter is no constructor: the context stays usable");
+    cr_assert_eq(ggml_set_name(t, "renamed"), t, "success still returns the tensor");
+    cr_assert_eq(ggml_format_name(t, "n%d", 7), t);
+    cr_assert_str_eq(ggml_get_name(t), "n7");
+    cr_assert_eq(ggml_set_f32(t, 5.0f), t);
+    cr_assert_eq(ggml_set_zero(t), t);
+    cr_assert_eq(g_n_errors, 0);
+}
+
+/* ggml_set_name(ggml_add(...), "x") is how most code names tensors: the add's reason survives */
+Test(errors, naming_the_null_of_a_failed_constructor_keeps_its_reason) {
+    ggml_log_set(capture_log, NULL);
+    struct ggml_tensor * a = ggml_new_tensor_1d(ctx, GGML_TYPE_F32, 4);
+    struct ggml_tensor * b = ggml_new_tensor_1d(ctx, GGML_TYPE_F32, 3);
+    ggmlx_clear_last_error();
+    cr_assert_null(ggml_set_name(ggml_add(ctx, a, b), "sum"));
+    const char * msg = ggmlx_last_error();
+    cr_assert(strstr(msg, "ggml_set_name: tensor is NULL, after: ggml_add:") && strstr(msg, "cannot be broadcast"),
+              "%s", msg);
+    cr_assert_null(ggml_format_name(ggml_relu(ctx, a), "r%d", 1), "the context is failed");
+    msg = ggmlx_last_error();
+    cr_assert(strstr(msg, "ggml_format_name") && strstr(msg, "ggml_relu") && strstr(msg, "already failed"), "%s", msg);
+    ggmlx_clear_last_error();
+    cr_assert_null(ggml_set_name(NULL, "x"));
+    cr_assert_str_eq(ggmlx_last_error(), "ggml_set_name: tensor is NULL", "nothing pending: nothing carried");
+}
+
+/* every dimension can make elements * type size overflow, allocated or not, block types too */
+Test(errors, tensor_size_overflow_in_any_dim_is_refused) {
+    ggml_log_set(capture_log, NULL);
+    struct ggml_init_params p = { 1024 * 1024, NULL, true };
+    struct ggml_context * meta = ggml_init(p);
+    const int64_t big = (int64_t) 1 << 32;
+    const int64_t shapes[][4] = {
+        { 1, 1, 1, INT64_MAX }, { 1, INT64_MAX, 1, 1 }, { big, big, 1, 1 }, { 2, big, big, 1 },
+        { 1 << 16, 1 << 16, 1 << 16, 1 << 16 }, { INT64_MAX, 1, 1, 1 },
+    };
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        g_n_errors = 0;
+        cr_assert_null(ggml_new_tensor(meta, GGML_TYPE_F32, 4, shapes[i]), "shape %zu", i);
+        cr_assert_eq(g_n_errors, 1);
+        cr_assert(strstr(ggmlx_last_error(), "too large") != NULL, "shape %zu: %s", i, ggmlx_last_error());
+        cr_assert_eq(ggml_used_mem(meta), 0, "nothing taken from the context");
+        ggml_reset(meta);
+    }
+    /* Q8_0: 34 bytes a block of 32, so 2^62 elements are 2^57 blocks of 34 bytes: too large */
+    cr_assert_null(ggml_new_tensor_2d(meta, GGML_TYPE_Q8_0, (int64_t) 1 << 62, 2));
+    cr_assert(strstr(ggmlx_last_error(), "too large") != NULL, "%s", ggmlx_last_error());
+    ggml_reset(meta);
+    /* Q4_0: 18 bytes a block of 32, so 2^63 elements fit in 2^58 * 18 bytes, but not in an int64 */
+    cr_assert_null(ggml_new_tensor_2d(meta, GGML_TYPE_Q4_0, (int64_t) 1 << 62, 2));
+    cr_assert(strstr(ggmlx_last_error(), "too large") != NULL, "%s", ggmlx_last_error());
+    ggml_reset(meta);
+    /* the largest that fits in int64 bytes is accepted, and its byte count is exact */
+    struct ggml_tensor * t = ggml_new_tensor_2d(meta, GGML_TYPE_F32, (int64_t) 1 << 30, (int64_t) 1 << 30);
+    cr_assert_not_null(t, "%s", ggmlx_last_error());
+    cr_assert_eq(ggml_nbytes(t), (size_t) 1 << 62);
+    ggml_free(meta);
+}
+
+Test(errors, a_row_size_beyond_size_max_is_refused) {
+    ggml_log_set(capture_log, NULL);
+    g_n_errors = 0;
+    /* 4 * INT64_MAX wrapped to a small size_t */
+    cr_assert_eq(ggml_row_size(GGML_TYPE_F32, INT64_MAX), 0);
+    cr_assert_eq(g_n_errors, 1);
+    cr_assert(strstr(ggmlx_last_error(), "ggml_row_size") && strstr(ggmlx_last_error(), "SIZE_MAX"), "%s",
+              ggmlx_last_error());
+    cr_assert_eq(ggml_row_size(GGML_TYPE_F32, INT64_MAX / 4), (size_t) (INT64_MAX / 4) * 4);
+}
+
+Test(errors, unravel_index_out_of_range_writes_nothing) {
+    ggml_log_set(capture_log, NULL);
+    g_n_errors = 0;
+    struct ggml_tensor * t = ggml_new_tensor_3d(ctx, GGML_TYPE_F32, 4, 3, 2);
+    const int64_t bad[] = { 24, -1, INT64_MAX, INT64_MIN };
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        int64_t i0 = 7, i1 = 7, i2 = 7, i3 = 7;
+        ggml_unravel_index(t, bad[k], &i0, &i1, &i2, &i3);
+        cr_assert(i0 == 7 && i1 == 7 && i2 == 7 && i3 == 7, "index %lld: nothing written", (long long) bad[k]);
+        cr_assert_eq(g_n_errors, 1);
+        cr_assert(strstr(ggmlx_last_error(), "ggml_unravel_index") && strstr(ggmlx_last_error(), "outside"), "%s",
+                  ggmlx_last_error());
+        g_n_errors = 0;
+    }
+    int64_t i0, i1, i2, i3;
+    ggml_unravel_index(t, 23, &i0, &i1, &i2, &i3);
+    cr_assert(i0 == 3 && i1 == 2 && i2 == 1 && i3 == 0);
+}
+
+Test(errors, a_threadpool_call_on_null_says_so) {
+    ggml_log_set(capture_log, NULL);
+    g_n_errors = 0;
+    cr_assert_null(ggml_threadpool_new(NULL));
+    cr_assert(strstr(ggmlx_last_error(), "params is NULL") != NULL, "not about n_threads: %s", ggmlx_last_error());
+    struct ggml_threadpool_params p = ggml_threadpool_params_default(0);
+    cr_assert_null(ggml_threadpool_new(&p));
+    cr_assert(strstr(ggmlx_last_error(), "n_threads = 0") != NULL, "%s", ggmlx_last_error());
+    ggml_threadpool_pause(NULL);
+    cr_assert(strstr(ggmlx_last_error(), "ggml_threadpool_pause") != NULL, "%s", ggmlx_last_error());
+    ggml_threadpool_resume(NULL);
+    cr_assert(strstr(ggmlx_last_error(), "ggml_threadpool_resume") != NULL, "%s", ggmlx_last_error());
+    cr_assert_eq(g_n_errors, 4);
 }
 
 Test(errors, on_error_abort_restores_upstream_behaviour, .signal = SIGABRT) {

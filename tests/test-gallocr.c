@@ -1,7 +1,8 @@
 /*
  * test-gallocr.c -- the graph allocator: memory reuse between nodes, in-place reuse only where
  * it is safe, inputs/outputs/views protected, buffer sizes and chunks, several buffer types,
- * automatic re-reservation with one buffer and refusal with several, and failures (a device
+ * automatic re-reservation with one buffer and refusal with several (an error saying to call
+ * ggml_gallocr_reserve_n), and failures (a device
  * out of memory, bad input) that leave the allocator usable and leak nothing.
  */
 #include <criterion/criterion.h>
@@ -898,7 +899,7 @@ Test(gallocr_multi, a_buffer_type_listed_twice_is_one_buffer) {
     cr_assert_eq(g_ta.st.live_bufs, 0);
 }
 
-Test(gallocr_multi, alloc_graph_is_false_for_a_graph_that_grew) {
+Test(gallocr_multi, alloc_graph_beyond_the_reservation_fails_saying_call_reserve_n) {
     ggml_backend_buffer_type_t bufts[2] = { tb_init(&g_ta, 0, 0, 0), tb_init(&g_tb, 0, 0, 0) };
     ggml_gallocr_t ga = ggml_gallocr_new_n(bufts, 2);
     struct ggml_tensor * n1[4], * n2[4];
@@ -907,14 +908,42 @@ Test(gallocr_multi, alloc_graph_is_false_for_a_graph_that_grew) {
     cr_assert(ggml_gallocr_reserve_n(ga, g1, g_node_ids, g_leaf_ids));
     cr_assert(ggml_gallocr_alloc_graph(ga, g1));
     const int allocs = g_ta.st.n_allocs + g_tb.st.n_allocs;
+    void * const g1_data = n1[3]->data;
     g_n_errors = 0;
     cr_assert_not(ggml_gallocr_alloc_graph(ga, g2), "several buffers: the caller must reserve_n");
-    cr_assert_eq(g_n_errors, 0, "an expected outcome, not an error");
-    cr_assert_null(ggmlx_last_error());
-    cr_assert_null(n2[0]->data);
+    cr_assert_eq(g_n_errors, 1, "logged once");
+    const char * msg = ggmlx_last_error();
+    cr_assert_not_null(msg);
+    cr_assert(strstr(msg, "ggml_gallocr_alloc_graph") && strstr(msg, "not the one reserved") &&
+                  strstr(msg, "call ggml_gallocr_reserve_n") && strstr(msg, "ggml_gallocr_reserve_n_size"),
+              "says what to do: %s", msg);
+    /* nothing changed: no tensor placed, no buffer allocated, the old placement still holds */
+    for (int i = 0; i < 4; i++) {
+        cr_assert_null(n2[i]->data);
+        cr_assert_null(n2[i]->buffer);
+    }
     cr_assert_eq(g_ta.st.n_allocs + g_tb.st.n_allocs, allocs);
+    cr_assert_eq(ggml_gallocr_get_buffer_size(ga, 0), NB / 2);
+    cr_assert(ggml_gallocr_alloc_graph(ga, g1), "the reserved graph is still placed");
+    cr_assert_eq(n1[3]->data, g1_data);
     cr_assert(ggml_gallocr_reserve_n(ga, g2, g_node_ids, g_leaf_ids));
     cr_assert(ggml_gallocr_alloc_graph(ga, g2));
+    ASSERT_NO_ERROR();
+    ggml_gallocr_free(ga);
+}
+
+Test(gallocr_multi, alloc_graph_with_nothing_reserved_fails_saying_call_reserve_n) {
+    ggml_backend_buffer_type_t bufts[2] = { tb_init(&g_ta, 0, 0, 0), tb_init(&g_tb, 0, 0, 0) };
+    ggml_gallocr_t ga = ggml_gallocr_new_n(bufts, 2);
+    struct ggml_tensor * nodes[4];
+    struct ggml_cgraph * g = alternating(N, nodes);
+    cr_assert_not(ggml_gallocr_alloc_graph(ga, g));
+    cr_assert_not_null(ggmlx_last_error());
+    cr_assert(strstr(ggmlx_last_error(), "nothing is reserved yet") &&
+                  strstr(ggmlx_last_error(), "call ggml_gallocr_reserve_n"), "%s", ggmlx_last_error());
+    ASSERT_ERROR();
+    cr_assert_null(nodes[0]->data);
+    cr_assert_eq(g_ta.st.n_allocs + g_tb.st.n_allocs, 0);
     ggml_gallocr_free(ga);
 }
 
@@ -938,6 +967,8 @@ Test(gallocr_multi, alloc_graph_is_false_when_the_wiring_changed) {
     cr_assert(ggml_gallocr_reserve_n(ga, g1, NULL, NULL));
     cr_assert(ggml_gallocr_alloc_graph(ga, g1));
     cr_assert_not(ggml_gallocr_alloc_graph(ga, g2), "same counts and sizes, but another graph");
+    cr_assert(strstr(ggmlx_last_error(), "not the one reserved") != NULL, "%s", ggmlx_last_error());
+    ASSERT_ERROR();
     ggml_gallocr_free(ga);
 }
 

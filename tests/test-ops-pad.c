@@ -98,6 +98,17 @@ Test(pad, rejects_bad_arguments) {
     ggml_free(ctx);
 }
 
+Test(pad, rejects_padding_past_int64_elements) {
+    struct ggml_init_params p = { 1024 * 1024, NULL, true };
+    struct ggml_context * ctx = ggml_init(p);
+    struct ggml_tensor * a = ggml_new_tensor_1d(ctx, GGML_TYPE_I8, INT64_MAX - 2);
+    cr_assert_not_null(a);
+    /* (INT64_MAX - 2) + 100 overflowed int64 (undefined behaviour) */
+    to_expect_rejected(ctx, ggml_pad(ctx, a, 100, 0, 0, 0), "ggml_pad");
+    cr_assert(strstr(ggmlx_last_error(), "INT64_MAX") != NULL, "%s", ggmlx_last_error());
+    ggml_free(ctx);
+}
+
 Test(pad_ext, rejects_negative_padding) {
     for (int i = 0; i < 8; i++) {
         int p[8] = { 0 };

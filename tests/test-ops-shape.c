@@ -228,6 +228,17 @@ Test(concat, quantized_rows) {
     to_end(&e);
 }
 
+Test(concat, rejects_a_result_past_int64_elements) {
+    struct ggml_init_params p = { 1024 * 1024, NULL, true };
+    struct ggml_context * ctx = ggml_init(p);
+    struct ggml_tensor * a = ggml_new_tensor_1d(ctx, GGML_TYPE_I8, (int64_t) 1 << 62);
+    struct ggml_tensor * b = ggml_new_tensor_1d(ctx, GGML_TYPE_I8, INT64_MAX - 2);
+    /* 2^62 + (INT64_MAX - 2) overflowed int64 (undefined behaviour) */
+    to_expect_rejected(ctx, ggml_concat(ctx, a, b, 0), "ggml_concat");
+    cr_assert(strstr(ggmlx_last_error(), "INT64_MAX") != NULL, "%s", ggmlx_last_error());
+    ggml_free(ctx);
+}
+
 Test(concat, rejects_bad_arguments) {
     struct ggml_context * ctx = to_small_ctx();
     struct ggml_tensor * a = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, 4, 3);

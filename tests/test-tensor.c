@@ -111,6 +111,38 @@ Test(tensor, element_access_out_of_range_is_refused) {
     cr_assert_not_null(ggmlx_last_error());
 }
 
+/* a float out of an integer type's range was converted with undefined behaviour (INT_MIN on x86) */
+Test(tensor, element_access_saturates_floats_into_integer_types) {
+    struct ggml_tensor * i32 = ggml_new_tensor_1d(ctx, GGML_TYPE_I32, 4);
+    struct ggml_tensor * i16 = ggml_new_tensor_1d(ctx, GGML_TYPE_I16, 4);
+    struct ggml_tensor * i8  = ggml_new_tensor_1d(ctx, GGML_TYPE_I8, 4);
+    cr_assert_eq(ggml_set_f32(i32, 1e30f), i32);
+    cr_assert_eq(ggml_get_i32_1d(i32, 3), INT32_MAX);
+    ggml_set_f32_1d(i32, 0, -1e30f);
+    ggml_set_f32_1d(i32, 1, NAN);
+    ggml_set_f32_1d(i32, 2, -7.9f);
+    cr_assert_eq(ggml_get_i32_1d(i32, 0), INT32_MIN);
+    cr_assert_eq(ggml_get_i32_1d(i32, 1), 0, "NaN becomes 0");
+    cr_assert_eq(ggml_get_i32_1d(i32, 2), -7, "truncated toward zero");
+    ggml_set_f32(i16, -1e9f);
+    ggml_set_f32_1d(i16, 1, 40000.0f);
+    cr_assert_eq(ggml_get_i32_1d(i16, 0), INT16_MIN);
+    cr_assert_eq(ggml_get_i32_1d(i16, 1), INT16_MAX);
+    ggml_set_f32_nd(i8, 2, 0, 0, 0, 300.0f);
+    ggml_set_f32_nd(i8, 3, 0, 0, 0, -300.0f);
+    cr_assert_eq(ggml_get_i32_1d(i8, 2), INT8_MAX);
+    cr_assert_eq(ggml_get_i32_1d(i8, 3), INT8_MIN);
+    /* reading a float tensor as an integer saturates the same way */
+    struct ggml_tensor * f = ggml_new_tensor_1d(ctx, GGML_TYPE_F32, 3);
+    ggml_set_f32_1d(f, 0, 3e38f);
+    ggml_set_f32_1d(f, 1, -INFINITY);
+    ggml_set_f32_1d(f, 2, NAN);
+    cr_assert_eq(ggml_get_i32_1d(f, 0), INT32_MAX);
+    cr_assert_eq(ggml_get_i32_nd(f, 1, 0, 0, 0), INT32_MIN);
+    cr_assert_eq(ggml_get_i32_1d(f, 2), 0);
+    cr_assert_null(ggmlx_last_error(), "a saturated value is no error: %s", ggmlx_last_error());
+}
+
 Test(tensor, element_access_follows_strides_of_views) {
     struct ggml_tensor * t = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, 3, 2);
     for (int i = 0; i < 6; i++) {

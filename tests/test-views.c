@@ -1,5 +1,6 @@
 /*
- * test-views.c -- views, reshapes, permutes and transposes: metadata, shared memory, bounds.
+ * test-views.c -- views, reshapes, permutes and transposes: metadata, shared memory, bounds,
+ * and strides, offsets or shapes so large their byte or element counts would wrap (refused).
  */
 #include <criterion/criterion.h>
 
@@ -139,4 +140,49 @@ Test(views, copies_have_the_right_metadata) {
     struct ggml_tensor * d = ggml_dup_inplace(ctx, a);
     cr_assert_eq(d->view_src, a);
     cr_assert_eq(d->op, GGML_OP_DUP);
+}
+
+/* ---- sizes that wrap: refused, not wrapped into bounds ------------------------------------- */
+
+/* r came from a view or reshape of a that had to be refused: NULL, why, nothing taken */
+static void assert_refused(const struct ggml_tensor * r, const char * func, const char * why, size_t used) {
+    cr_assert_null(r, "%s accepted it", func);
+    cr_assert_not_null(ggmlx_last_error());
+    cr_assert(strstr(ggmlx_last_error(), func) != NULL && strstr(ggmlx_last_error(), why) != NULL,
+              "%s: says '%s': %s", func, why, ggmlx_last_error());
+    cr_assert(ggmlx_context_is_failed(ctx));
+    cr_assert_eq(ggml_used_mem(ctx), used, "%s: nothing taken from the context", func);
+}
+
+Test(views, a_view_whose_strides_overflow_is_refused) {
+    struct ggml_tensor * a = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, 4, 2);
+    const size_t used = ggml_used_mem(ctx);
+    /* (2 - 1) * SIZE_MAX + the rest wrapped to a span inside a: this view was accepted */
+    assert_refused(ggml_view_4d(ctx, a, 1, 1, 1, 2, 4, 4, SIZE_MAX, 0), "ggml_view_4d", "more bytes than memory", used);
+    ggml_reset(ctx);
+    a = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, 4, 2);
+    assert_refused(ggml_view_3d(ctx, a, 1, 3, 1, SIZE_MAX / 2 + 1, 4, 0), "ggml_view_3d", "more bytes than memory",
+                   ggml_used_mem(ctx));
+}
+
+Test(views, a_view_of_a_view_whose_offset_overflows_is_refused) {
+    struct ggml_tensor * a = ggml_new_tensor_1d(ctx, GGML_TYPE_F32, 8);
+    struct ggml_tensor * v = ggml_view_1d(ctx, a, 4, 16);
+    const size_t used = ggml_used_mem(ctx);
+    /* 16 + (SIZE_MAX - 8) wraps to 7: this view landed inside a */
+    assert_refused(ggml_view_1d(ctx, v, 1, SIZE_MAX - 8), "ggml_view_1d", "overflows", used);
+}
+
+Test(views, a_reshape_or_cont_to_more_than_int64_elements_is_refused) {
+    struct ggml_tensor * a = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, 4, 2);
+    const int64_t big = (int64_t) 1 << 32;
+    const size_t used = ggml_used_mem(ctx);
+    /* 2^32 * 2^32 * 2^16 * 2^16 overflowed int64 (undefined behaviour) before it was compared */
+    assert_refused(ggml_reshape_4d(ctx, a, big, big, 1 << 16, 1 << 16), "ggml_reshape_4d", "INT64_MAX", used);
+    ggml_reset(ctx);
+    a = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, 4, 2);
+    assert_refused(ggml_cont_4d(ctx, a, big, big, 1 << 16, 1 << 16), "ggml_cont_4d", "8 elements", ggml_used_mem(ctx));
+    ggml_reset(ctx);
+    a = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, 4, 2);
+    assert_refused(ggml_reshape_2d(ctx, a, -4, -2), "ggml_reshape_2d", "negative", ggml_used_mem(ctx));
 }

@@ -72,8 +72,9 @@ struct ggml_gallocr {
     struct ggmlx_sim_map         map;     /* scratch for planning */
     struct ggmlx_ptr_map         fmap;    /* scratch for fingerprints: tensor -> position */
     uint64_t                     fp_override; /* non-zero: the caller's fingerprint of the graph */
-    /* alloc_graph of an unplanned graph returns false (no error) even with one buffer: the
-     * scheduler plans and grows itself, after the queues that may use the old buffers are idle */
+    /* alloc_graph of an unplanned graph returns false with no error (a caller's gallocr of
+     * several buffers gets one) even with one buffer: the scheduler plans and grows itself,
+     * after the queues that may use the old buffers are idle */
     bool                         no_auto_reserve;
 };
 

@@ -328,11 +328,18 @@ bool ggml_gallocr_alloc_graph(ggml_gallocr_t galloc, struct ggml_cgraph * graph)
         return false;
     }
     if (!plan_matches(galloc, graph)) {
-        if (galloc->n_bufs > 1 || galloc->no_auto_reserve) {
-            /* expected by the scheduler, which then reserves with the buffer ids: not an error */
-            ggmlx_log(GGML_LOG_LEVEL_DEBUG, "%s: graph differs from the reserved one; with %d buffers call "
-                      "ggml_gallocr_reserve_n first\n", __func__, galloc->n_bufs);
-            ggmlx_ok(); /* false with no error: the caller is to reserve, nothing went wrong */
+        if (galloc->no_auto_reserve) {
+            /* the scheduler's question "is it planned?": it plans and grows itself, not an error */
+            ggmlx_ok();
+            return false;
+        }
+        if (galloc->n_bufs > 1) {
+            /* only reserve_n knows which of the buffers each tensor goes to */
+            ggmlx_error(__func__, "%s; with %d buffers the allocator cannot place a graph itself: call "
+                        "ggml_gallocr_reserve_n with this graph and its buffer ids first "
+                        "(ggml_gallocr_reserve_n_size gives the bytes each buffer needs); nothing was allocated",
+                        galloc->planned ? "graph is not the one reserved, or outgrew it" : "nothing is reserved yet",
+                        galloc->n_bufs);
             return false;
         }
         if (!reserve_impl(galloc, graph, NULL, NULL, __func__)) {

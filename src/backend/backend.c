@@ -48,16 +48,19 @@ ggml_backend_buffer_type_t ggml_backend_get_default_buffer_type(ggml_backend_t b
 }
 
 ggml_backend_buffer_t ggml_backend_alloc_buffer(ggml_backend_t backend, size_t size) {
+    CHECK_BACKEND(backend, NULL);
     ggml_backend_buffer_type_t buft = ggml_backend_get_default_buffer_type(backend);
     return buft ? ggml_backend_buft_alloc_buffer(buft, size) : NULL;
 }
 
 size_t ggml_backend_get_alignment(ggml_backend_t backend) {
+    CHECK_BACKEND(backend, 0);
     ggml_backend_buffer_type_t buft = ggml_backend_get_default_buffer_type(backend);
     return buft ? ggml_backend_buft_get_alignment(buft) : 0;
 }
 
 size_t ggml_backend_get_max_size(ggml_backend_t backend) {
+    CHECK_BACKEND(backend, 0);
     ggml_backend_buffer_type_t buft = ggml_backend_get_default_buffer_type(backend);
     return buft ? ggml_backend_buft_get_max_size(buft) : 0;
 }
@@ -228,14 +231,21 @@ enum ggml_status ggml_backend_graph_plan_compute(ggml_backend_t backend, ggml_ba
     return backend->iface.graph_plan_compute(backend, plan);
 }
 
-enum ggml_status ggml_backend_graph_compute_async(ggml_backend_t backend, struct ggml_cgraph * cgraph) {
-    CHECK_BACKEND(backend, GGML_STATUS_FAILED);
-    if (cgraph == NULL) {
-        ggmlx_error(__func__, "cgraph is NULL");
-        return GGML_STATUS_FAILED;
+/* the arguments of both compute calls, refused under the name of the one the caller used */
+static bool compute_args_ok(ggml_backend_t backend, const struct ggml_cgraph * cgraph, const char * func) {
+    if (backend == NULL || cgraph == NULL) {
+        ggmlx_error(func, "%s is NULL", backend == NULL ? "backend" : "cgraph");
+        return false;
     }
     if (cgraph->failed) {
-        ggmlx_error(__func__, "the graph is failed (a NULL or failed tensor was added to it); nothing computed");
+        ggmlx_error(func, "the graph is failed (a NULL or failed tensor was added to it); nothing computed");
+        return false;
+    }
+    return true;
+}
+
+enum ggml_status ggml_backend_graph_compute_async(ggml_backend_t backend, struct ggml_cgraph * cgraph) {
+    if (!compute_args_ok(backend, cgraph, __func__)) {
         return GGML_STATUS_FAILED;
     }
     ggmlx_ok();
@@ -243,6 +253,9 @@ enum ggml_status ggml_backend_graph_compute_async(ggml_backend_t backend, struct
 }
 
 enum ggml_status ggml_backend_graph_compute(ggml_backend_t backend, struct ggml_cgraph * cgraph) {
+    if (!compute_args_ok(backend, cgraph, __func__)) {
+        return GGML_STATUS_FAILED;
+    }
     const enum ggml_status status = ggml_backend_graph_compute_async(backend, cgraph);
     if (status == GGML_STATUS_ABORTED && backend->iface.clear_status != NULL) {
         /* an abort left by earlier queued work (refused at enqueue): returned once, as below */

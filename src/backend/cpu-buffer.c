@@ -7,7 +7,6 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/sysinfo.h>
 
 /* Memory is allocated at this alignment (a cache line, suits AVX-512 loads)... */
 #define CPU_BUFFER_BASE_ALIGN 64
@@ -119,23 +118,8 @@ static const char * cpu_mapped_buft_get_name(ggml_backend_buffer_type_t buft) {
     return "CPU_Mapped";
 }
 
-/*
- * More than RAM and swap together can never be backed. Refusing it here makes impossible
- * requests fail cleanly everywhere, including under sanitizer allocators that abort on huge
- * sizes instead of returning NULL.
- */
-static bool cpu_size_possible(size_t size) {
-    struct sysinfo si;
-    if (sysinfo(&si) != 0) {
-        return true;
-    }
-    const unsigned long long unit  = si.mem_unit ? si.mem_unit : 1;
-    const unsigned long long limit = ((unsigned long long) si.totalram + si.totalswap) * unit;
-    return limit == 0 || size <= limit;
-}
-
 static ggml_backend_buffer_t cpu_buft_alloc_buffer(ggml_backend_buffer_type_t buft, size_t size) {
-    if (size > (size_t) PTRDIFF_MAX - CPU_BUFFER_BASE_ALIGN || !cpu_size_possible(size)) {
+    if (!ggmlx_host_size_possible(size, CPU_BUFFER_BASE_ALIGN)) {
         ggmlx_error("ggml_backend_buft_alloc_buffer", "CPU: %zu bytes is more memory than this machine has", size);
         return NULL;
     }

@@ -4,17 +4,56 @@
  */
 #include "ggml-impl.h"
 
+#include <stdint.h>
 #include <stdlib.h>
+#include <sys/sysinfo.h>
 
-/* Payloads start at multiples of this, so tensor data suits aligned SIMD loads. */
+/*
+ * More than RAM and swap together can never be backed, and a size this close to SIZE_MAX would
+ * wrap when padded. Refusing both here makes impossible requests fail cleanly everywhere,
+ * including under sanitizer allocators that abort on huge sizes instead of returning NULL.
+ */
+bool ggmlx_host_size_possible(size_t size, size_t align) {
+    if (size > (size_t) PTRDIFF_MAX - align) {
+        return false;
+    }
+    struct sysinfo si;
+    if (sysinfo(&si) != 0) {
+        return true;
+    }
+    const unsigned long long unit  = si.mem_unit ? si.mem_unit : 1;
+    const unsigned long long limit = ((unsigned long long) si.totalram + si.totalswap) * unit;
+    return limit == 0 || size <= limit;
+}
+
+static bool init_params_ok(const struct ggml_init_params * params, size_t mem_size) {
+    if (params->mem_buffer == NULL) {
+        if (!ggmlx_host_size_possible(mem_size, GGMLX_CTX_ALIGN)) {
+            ggmlx_error("ggml_init", "mem_size %zu is more memory than this machine has", mem_size);
+            return false;
+        }
+        return true;
+    }
+    /* the caller's buffer: its end must be an address, or object offsets would wrap */
+    const uintptr_t base = (uintptr_t) params->mem_buffer;
+    if (mem_size > (size_t) PTRDIFF_MAX || base > UINTPTR_MAX - mem_size) {
+        ggmlx_error("ggml_init", "mem_buffer %p with mem_size %zu runs past the end of the address space",
+                    params->mem_buffer, mem_size);
+        return false;
+    }
+    return true;
+}
 
 struct ggml_context * ggml_init(struct ggml_init_params params) {
+    size_t mem_size = params.mem_size ? params.mem_size : GGML_MEM_ALIGN;
+    if (!init_params_ok(&params, mem_size)) {
+        return NULL;
+    }
     struct ggml_context * ctx = calloc(1, sizeof *ctx);
     if (ctx == NULL) {
         ggmlx_error(__func__, "out of host memory for the context header");
         return NULL;
     }
-    size_t mem_size = params.mem_size ? params.mem_size : GGML_MEM_ALIGN;
     if (params.mem_buffer) {
         ctx->mem_buffer       = params.mem_buffer;
         ctx->mem_buffer_owned = false;
@@ -23,8 +62,7 @@ struct ggml_context * ggml_init(struct ggml_init_params params) {
         ctx->mem_buffer = aligned_alloc(GGMLX_CTX_ALIGN, mem_size);
         if (ctx->mem_buffer == NULL) {
             ggmlx_error(__func__, "cannot allocate %zu bytes of context memory", mem_size);
-            free(ctx);
-            return NULL;
+            goto err_free_ctx;
         }
         ctx->mem_buffer_owned = true;
     }
@@ -32,6 +70,10 @@ struct ggml_context * ggml_init(struct ggml_init_params params) {
     ctx->no_alloc = params.no_alloc;
     ggmlx_ok();
     return ctx;
+
+err_free_ctx:
+    free(ctx);
+    return NULL;
 }
 
 void ggml_reset(struct ggml_context * ctx) {
@@ -100,7 +142,13 @@ struct ggml_object * ggmlx_ctx_new_object(struct ggml_context * ctx, enum ggml_o
     const size_t    hdr_at   = pay_at - GGMLX_OBJECT_SIZE;
     const size_t    pay_size = GGML_PAD(size, GGML_MEM_ALIGN);
 
-    if (size > ctx->mem_size || pay_size > ctx->mem_size || pay_at > ctx->mem_size - pay_size) {
+    if (size > ctx->mem_size) {
+        /* beyond this pay_size could have wrapped (mem_size itself is at most PTRDIFF_MAX) */
+        ggmlx_ctx_fail(ctx, "ggml_new_object", "context out of memory: %zu bytes asked for, the context holds %zu "
+                       "(raise mem_size)", size, ctx->mem_size);
+        return NULL;
+    }
+    if (pay_size > ctx->mem_size || pay_at > ctx->mem_size - pay_size) {
         ggmlx_ctx_fail(ctx, "ggml_new_object",
                        "context out of memory: need %zu more bytes, %zu of %zu used (raise mem_size)",
                        pay_at + pay_size - cur_end, cur_end, ctx->mem_size);
@@ -121,6 +169,19 @@ struct ggml_object * ggmlx_ctx_new_object(struct ggml_context * ctx, enum ggml_o
     ctx->objects_end = obj;
     ctx->n_objects++;
     return obj;
+}
+
+void ggmlx_ctx_rewind(struct ggml_context * ctx, struct ggml_object * end) {
+    struct ggml_object * obj = end ? end->next : ctx->objects_begin;
+    for (; obj != NULL; obj = obj->next) {
+        ctx->n_objects--;
+    }
+    if (end != NULL) {
+        end->next = NULL;
+    } else {
+        ctx->objects_begin = NULL;
+    }
+    ctx->objects_end = end;
 }
 
 void * ggml_new_buffer(struct ggml_context * ctx, size_t nbytes) {

@@ -49,6 +49,14 @@ struct ggml_context {
 /* Room for an object of `size` payload bytes; NULL (error recorded, ctx failed) when full. */
 struct ggml_object * ggmlx_ctx_new_object(struct ggml_context * ctx, enum ggml_object_type type, size_t size);
 
+/* Forget every object after `end` (NULL: all of them), so a constructor that fails after taking
+ * its object leaves the context as it found it. */
+void ggmlx_ctx_rewind(struct ggml_context * ctx, struct ggml_object * end);
+
+/* Whether `size` bytes at `align` could ever be allocated on this host (padding cannot wrap,
+ * and it fits in RAM plus swap); false means refuse before asking the allocator. */
+bool ggmlx_host_size_possible(size_t size, size_t align);
+
 /* ---- graphs -------------------------------------------------------------------------------- */
 
 /* Open-addressing set of tensor pointers, used to visit each node once. */
@@ -138,6 +146,10 @@ const char * ggmlx_shape_str(const struct ggml_tensor * t, char * buf, size_t n)
 #define GGMLX_SHAPE(t) ggmlx_shape_str((t), (char[96]){0}, 96)
 
 /* ---- tensors ------------------------------------------------------------------------------- */
+
+/* The element count of shape ne[0..n-1] into *out; false when a dim is negative or the count
+ * does not fit in int64 (so callers never multiply into signed overflow). */
+bool ggmlx_shape_elements(const int64_t * ne, int n, int64_t * out);
 
 /*
  * New tensor: with view_src, a view at view_offs bytes into view_src's data (no memory taken);

@@ -82,8 +82,15 @@ static size_t graph_nbytes(size_t size) {
            + hsize * sizeof(struct ggml_tensor *) + bitset_words(hsize) * sizeof(uint32_t);
 }
 
+/* Node indices are ints, and graph_nbytes of this many cannot wrap. */
+#define GRAPH_MAX_SIZE ((size_t) INT32_MAX / 4)
+
 size_t ggml_graph_overhead_custom(size_t size, bool grads) {
     (void) grads; /* ggmlx keeps no gradients in graphs */
+    if (size > GRAPH_MAX_SIZE) {
+        ggmlx_error(__func__, "graph size %zu is out of range (at most %zu)", size, GRAPH_MAX_SIZE);
+        return 0;
+    }
     return GGMLX_OBJECT_SIZE + (GGMLX_CTX_ALIGN - 1) + GGML_PAD(graph_nbytes(size), GGML_MEM_ALIGN);
 }
 
@@ -94,7 +101,8 @@ size_t ggml_graph_overhead(void) {
 struct ggml_cgraph * ggml_new_graph_custom(struct ggml_context * ctx, size_t size, bool grads) {
     (void) grads;
     GGMLX_CTX_CHECK(ctx);
-    GGMLX_REQUIRE(ctx, size > 0 && size <= (size_t) INT32_MAX / 4, "graph size %zu is out of range", size);
+    GGMLX_REQUIRE(ctx, size > 0 && size <= GRAPH_MAX_SIZE, "graph size %zu is out of range (1..%zu)", size,
+                  GRAPH_MAX_SIZE);
 
     struct ggml_object * obj = ggmlx_ctx_new_object(ctx, GGML_OBJECT_TYPE_GRAPH, graph_nbytes(size));
     if (obj == NULL) {
@@ -273,8 +281,11 @@ void ggml_graph_add_node(struct ggml_cgraph * cgraph, struct ggml_tensor * tenso
 }
 
 void ggml_graph_cpy(struct ggml_cgraph * src, struct ggml_cgraph * dst) {
-    if (src == NULL || !graph_usable(dst, __func__)) {
-        ggmlx_error(__func__, "src or dst is NULL");
+    if (src == NULL) {
+        ggmlx_error(__func__, "src is NULL");
+        return;
+    }
+    if (!graph_usable(dst, __func__)) {
         return;
     }
     if (src == dst) {

@@ -21,7 +21,11 @@ static struct ggml_tensor * pad_impl(struct ggml_context * ctx, struct ggml_tens
             ggmlx_ctx_fail(ctx, func, "padding of dim %d must be >= 0, got %d before and %d after", d, lp[d], rp[d]);
             return NULL;
         }
-        ne[d] = a->ne[d] + lp[d] + rp[d];
+        if (__builtin_add_overflow(a->ne[d], (int64_t) lp[d] + rp[d], &ne[d])) {
+            ggmlx_ctx_fail(ctx, func, "padding %s by %d and %d in dim %d gives more than INT64_MAX elements",
+                           GGMLX_SHAPE(a), lp[d], rp[d], d);
+            return NULL;
+        }
     }
     struct ggml_tensor * result = ggmlx_new_tensor_impl(ctx, a->type, GGML_MAX_DIMS, ne, NULL, 0, func);
     if (result == NULL) {

@@ -66,8 +66,11 @@ struct ggml_tensor * ggml_concat(struct ggml_context * ctx, struct ggml_tensor *
     for (int d = 0; d < GGML_MAX_DIMS; d++) {
         GGMLX_REQUIRE(ctx, d == dim || a->ne[d] == b->ne[d],
                       "a %s and b %s differ in dim %d (only dim %d may differ)", GGMLX_SHAPE(a), GGMLX_SHAPE(b), d, dim);
-        ne[d] = d == dim ? a->ne[d] + b->ne[d] : a->ne[d];
+        ne[d] = a->ne[d];
     }
+    GGMLX_REQUIRE(ctx, !__builtin_add_overflow(a->ne[dim], b->ne[dim], &ne[dim]),
+                  "a %s and b %s together have more than INT64_MAX elements in dim %d", GGMLX_SHAPE(a),
+                  GGMLX_SHAPE(b), dim);
     struct ggml_tensor * result = ggmlx_new_tensor_impl(ctx, a->type, GGML_MAX_DIMS, ne, NULL, 0, __func__);
     if (result == NULL) {
         return NULL;

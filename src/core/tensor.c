@@ -7,8 +7,24 @@
 
 /* ---- creation ------------------------------------------------------------------------------ */
 
-/* Elements times bytes without overflow; false when the tensor could never exist. */
+bool ggmlx_shape_elements(const int64_t * ne, int n, int64_t * out) {
+    int64_t count = 1;
+    for (int i = 0; i < n; i++) {
+        if (ne[i] < 0 || __builtin_mul_overflow(count, ne[i], &count)) {
+            return false;
+        }
+    }
+    *out = count;
+    return true;
+}
+
+/* Elements times bytes without overflow; false when the tensor could never exist (its bytes or,
+ * for block types of more elements than bytes, its element count beyond INT64_MAX). */
 static bool tensor_data_size(enum ggml_type type, const int64_t ne[GGML_MAX_DIMS], size_t * out) {
+    int64_t n_elements;
+    if (!ggmlx_shape_elements(ne, GGML_MAX_DIMS, &n_elements)) {
+        return false;
+    }
     const int64_t blck = ggml_blck_size(type);
     const uint64_t tsize = (uint64_t) ggml_type_size(type);
     if (tsize != 0 && (uint64_t) (ne[0] / blck) > (uint64_t) INT64_MAX / tsize) {
@@ -61,8 +77,15 @@ struct ggml_tensor * ggmlx_new_tensor_impl(struct ggml_context * ctx, enum ggml_
     }
 
     if (view_src != NULL && view_src->view_src != NULL) {
-        view_offs += view_src->view_offs; /* views always point at the tensor that owns the memory */
-        view_src = view_src->view_src;
+        /* views always point at the tensor that owns the memory */
+        size_t root_offs;
+        if (__builtin_add_overflow(view_offs, view_src->view_offs, &root_offs)) {
+            ggmlx_ctx_fail(ctx, func, "view offset %zu past the %zu of '%s' overflows", view_offs,
+                           view_src->view_offs, view_src->name);
+            return NULL;
+        }
+        view_offs = root_offs;
+        view_src  = view_src->view_src;
     }
     if (view_src != NULL) {
         const size_t src_size = ggml_nbytes(view_src);
@@ -220,10 +243,27 @@ const char * ggml_get_name(const struct ggml_tensor * tensor) {
     return tensor ? tensor->name : NULL;
 }
 
+/*
+ * Naming the NULL of a failed constructor, as in ggml_set_name(ggml_add(...), "x"), must not
+ * hide why the constructor failed: the pending error is carried into the new message.
+ */
+static void null_tensor_error(const char * func) {
+    char pending[400];
+    if (ggmlx_error_save(pending, sizeof pending)) {
+        ggmlx_error(func, "tensor is NULL, after: %s", pending);
+    } else {
+        ggmlx_error(func, "tensor is NULL");
+    }
+}
+
 struct ggml_tensor * ggml_set_name(struct ggml_tensor * tensor, const char * name) {
-    if (tensor == NULL || name == NULL) {
-        ggmlx_error(__func__, "tensor or name is NULL");
-        return tensor;
+    if (tensor == NULL) {
+        null_tensor_error(__func__);
+        return NULL;
+    }
+    if (name == NULL) {
+        ggmlx_error(__func__, "name is NULL");
+        return NULL;
     }
     size_t i = 0;
     for (; i < sizeof tensor->name - 1 && name[i] != '\0'; i++) {
@@ -234,9 +274,13 @@ struct ggml_tensor * ggml_set_name(struct ggml_tensor * tensor, const char * nam
 }
 
 struct ggml_tensor * ggml_format_name(struct ggml_tensor * tensor, const char * fmt, ...) {
-    if (tensor == NULL || fmt == NULL) {
-        ggmlx_error(__func__, "tensor or format is NULL");
-        return tensor;
+    if (tensor == NULL) {
+        null_tensor_error(__func__);
+        return NULL;
+    }
+    if (fmt == NULL) {
+        ggmlx_error(__func__, "fmt is NULL");
+        return NULL;
     }
     va_list ap;
     va_start(ap, fmt);
@@ -302,11 +346,11 @@ struct ggml_tensor * ggml_set_zero(struct ggml_tensor * tensor) {
     }
     if (tensor->data == NULL) {
         ggmlx_error(__func__, "tensor '%s' has no data", tensor->name);
-        return tensor;
+        return NULL;
     }
     if (tensor->buffer != NULL) {
         ggmlx_error(__func__, "tensor '%s' lives in a backend buffer: use ggml_backend_tensor_memset", tensor->name);
-        return tensor;
+        return NULL;
     }
     memset(tensor->data, 0, ggml_nbytes(tensor));
     return tensor;
@@ -321,6 +365,11 @@ void ggml_unravel_index(const struct ggml_tensor * tensor, int64_t i, int64_t * 
     if (ggml_is_empty(tensor)) {
         ggmlx_error(__func__, "tensor '%s' %s is empty: it has no index %lld", tensor->name, GGMLX_SHAPE(tensor),
                     (long long) i);
+        return;
+    }
+    if (i < 0 || i >= ggml_nelements(tensor)) {
+        ggmlx_error(__func__, "index %lld is outside the %lld elements of '%s' %s", (long long) i,
+                    (long long) ggml_nelements(tensor), tensor->name, GGMLX_SHAPE(tensor));
         return;
     }
     const int64_t ne0 = tensor->ne[0], ne1 = tensor->ne[1], ne2 = tensor->ne[2];

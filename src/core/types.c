@@ -125,7 +125,13 @@ size_t ggml_row_size(enum ggml_type type, int64_t ne) {
                     ggml_type_name(type));
         return 0;
     }
-    return k_type_traits[type].type_size * (size_t)(ne / k_type_traits[type].blck_size);
+    size_t size;
+    if (__builtin_mul_overflow(k_type_traits[type].type_size, (size_t) (ne / k_type_traits[type].blck_size), &size)) {
+        ggmlx_error(__func__, "a row of %lld %s elements has more bytes than SIZE_MAX", (long long) ne,
+                    ggml_type_name(type));
+        return 0;
+    }
+    return size;
 }
 
 double ggml_type_sizef(enum ggml_type type) {

@@ -4,9 +4,29 @@
  */
 #include "ggml-impl.h"
 
-/* Byte span of a tensor's elements given its strides (0 when empty). */
+/* Byte span of a tensor's elements given its strides (0 when empty); SIZE_MAX when the caller's
+ * strides make it overflow, which no memory can hold (ggml_nbytes would wrap to a small number). */
 static size_t strided_span(const struct ggml_tensor * t) {
-    return ggml_nbytes(t);
+    if (ggml_is_empty(t)) {
+        return 0;
+    }
+    const int64_t blck = ggml_blck_size(t->type);
+    size_t span = ggml_type_size(t->type);
+    int first = 0;
+    if (blck != 1) {
+        if (__builtin_mul_overflow((size_t) (t->ne[0] / blck), t->nb[0], &span)) {
+            return SIZE_MAX;
+        }
+        first = 1;
+    }
+    for (int i = first; i < GGML_MAX_DIMS; i++) {
+        size_t step;
+        if (__builtin_mul_overflow((size_t) (t->ne[i] - 1), t->nb[i], &step) ||
+            __builtin_add_overflow(span, step, &span)) {
+            return SIZE_MAX;
+        }
+    }
+    return span;
 }
 
 /* Checked after the strides are final: a view must stay inside the memory it looks at. */
@@ -17,6 +37,11 @@ static bool view_in_bounds(struct ggml_context * ctx, const struct ggml_tensor *
     }
     const size_t span = strided_span(view);
     const size_t root_size = ggml_nbytes(root);
+    if (span == SIZE_MAX) {
+        ggmlx_ctx_fail(ctx, func, "view %s with strides (%zu, %zu, %zu, %zu) spans more bytes than memory can hold",
+                       GGMLX_SHAPE(view), view->nb[0], view->nb[1], view->nb[2], view->nb[3]);
+        return false;
+    }
     if (view->view_offs > root_size || span > root_size - view->view_offs) {
         ggmlx_ctx_fail(ctx, func, "view %s at offset %zu spans %zu bytes, outside the %zu bytes of '%s'",
                        GGMLX_SHAPE(view), view->view_offs, span, root_size, root->name);
@@ -27,6 +52,7 @@ static bool view_in_bounds(struct ggml_context * ctx, const struct ggml_tensor *
 
 static struct ggml_tensor * view_impl(struct ggml_context * ctx, struct ggml_tensor * a, int n_dims,
                                       const int64_t * ne, const size_t * nb, size_t offset, const char * func) {
+    struct ggml_object * const before = ctx->objects_end;
     struct ggml_tensor * t = ggmlx_new_tensor_impl(ctx, a->type, n_dims, ne, a, offset, func);
     if (t == NULL) {
         return NULL;
@@ -35,7 +61,9 @@ static struct ggml_tensor * view_impl(struct ggml_context * ctx, struct ggml_ten
         for (int i = 1; i < GGML_MAX_DIMS; i++) {
             t->nb[i] = nb[i];
         }
+        /* the strides are known only now: a refused view must not stay in the context */
         if (!view_in_bounds(ctx, t, func)) {
+            ggmlx_ctx_rewind(ctx, before);
             return NULL;
         }
     }
@@ -88,9 +116,11 @@ static struct ggml_tensor * reshape_impl(struct ggml_context * ctx, struct ggml_
         ggmlx_ctx_fail(ctx, func, "cannot reshape non-contiguous %s; use ggml_cont first", GGMLX_SHAPE(a));
         return NULL;
     }
-    int64_t n = 1;
-    for (int i = 0; i < n_dims; i++) {
-        n *= ne[i];
+    int64_t n;
+    if (!ggmlx_shape_elements(ne, n_dims, &n)) {
+        ggmlx_ctx_fail(ctx, func, "cannot reshape %s to a shape with a negative dim or more than INT64_MAX "
+                       "elements", GGMLX_SHAPE(a));
+        return NULL;
     }
     if (n != ggml_nelements(a)) {
         ggmlx_ctx_fail(ctx, func, "cannot reshape %s (%lld elements) to %lld elements", GGMLX_SHAPE(a),
@@ -251,19 +281,14 @@ struct ggml_tensor * ggml_cast(struct ggml_context * ctx, struct ggml_tensor * a
 
 static struct ggml_tensor * cont_impl(struct ggml_context * ctx, struct ggml_tensor * a, int64_t ne0, int64_t ne1,
                                       int64_t ne2, int64_t ne3, const char * func) {
-    /* the error names the public function; the product is formed only once it cannot overflow */
     const int64_t n = ggml_nelements(a);
-    const bool nonneg = ne0 >= 0 && ne1 >= 0 && ne2 >= 0 && ne3 >= 0;
-    const bool empty  = ne0 == 0 || ne1 == 0 || ne2 == 0 || ne3 == 0;
-    const bool same   = nonneg && (empty ? n == 0
-                                         : ne0 <= n / ne1 && ne0 * ne1 <= n / ne2 && ne0 * ne1 * ne2 <= n / ne3 &&
-                                           ne0 * ne1 * ne2 * ne3 == n);
-    if (!same) {
+    const int64_t ne[4] = { ne0, ne1, ne2, ne3 };
+    int64_t count;
+    if (!ggmlx_shape_elements(ne, 4, &count) || count != n) {
         ggmlx_ctx_fail(ctx, func, "%s has %lld elements, not [%lld, %lld, %lld, %lld]", GGMLX_SHAPE(a), (long long) n,
                        (long long) ne0, (long long) ne1, (long long) ne2, (long long) ne3);
         return NULL;
     }
-    const int64_t ne[4] = { ne0, ne1, ne2, ne3 };
     struct ggml_tensor * t = ggmlx_new_tensor_impl(ctx, a->type, 4, ne, NULL, 0, func);
     if (t == NULL) {
         return NULL;

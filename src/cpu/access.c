@@ -40,15 +40,23 @@ static double load(const struct ggml_tensor * t, const char * p) {
     }
 }
 
+/* a float into an integer range without undefined behaviour: truncated, saturated, NaN -> 0 */
+static int32_t float_to_int(double v, int32_t lo, int32_t hi) {
+    if (!(v == v)) {
+        return 0;
+    }
+    return v <= lo ? lo : v >= hi ? hi : (int32_t) v;
+}
+
 /* integers are stored as given (no float round trip), floats rounded to the tensor's type */
 static void store(const struct ggml_tensor * t, char * p, double v, bool is_int, int32_t iv) {
     switch (t->type) {
     case GGML_TYPE_F32:  *(float *) p = (float) v; break;
     case GGML_TYPE_F16:  *(uint16_t *) p = ggmlx_fp32_to_fp16((float) v); break;
     case GGML_TYPE_BF16: *(uint16_t *) p = ggmlx_fp32_to_bf16((float) v); break;
-    case GGML_TYPE_I8:   *(int8_t *) p = (int8_t) (is_int ? iv : (int32_t) v); break;
-    case GGML_TYPE_I16:  *(int16_t *) p = (int16_t) (is_int ? iv : (int32_t) v); break;
-    default:             *(int32_t *) p = is_int ? iv : (int32_t) v; break;
+    case GGML_TYPE_I8:   *(int8_t *) p = (int8_t) (is_int ? iv : float_to_int(v, INT8_MIN, INT8_MAX)); break;
+    case GGML_TYPE_I16:  *(int16_t *) p = (int16_t) (is_int ? iv : float_to_int(v, INT16_MIN, INT16_MAX)); break;
+    default:             *(int32_t *) p = is_int ? iv : float_to_int(v, INT32_MIN, INT32_MAX); break;
     }
 }
 
@@ -81,18 +89,20 @@ static void fill(struct ggml_tensor * t, double v, bool is_int, int32_t iv) {
 }
 
 struct ggml_tensor * ggml_set_i32(struct ggml_tensor * tensor, int32_t value) {
-    if (host_tensor_ok(tensor, __func__)) {
-        fill(tensor, value, true, value);
-        ggmlx_ok();
+    if (!host_tensor_ok(tensor, __func__)) {
+        return NULL;
     }
+    fill(tensor, value, true, value);
+    ggmlx_ok();
     return tensor;
 }
 
 struct ggml_tensor * ggml_set_f32(struct ggml_tensor * tensor, float value) {
-    if (host_tensor_ok(tensor, __func__)) {
-        fill(tensor, value, false, 0);
-        ggmlx_ok();
+    if (!host_tensor_ok(tensor, __func__)) {
+        return NULL;
     }
+    fill(tensor, value, false, 0);
+    ggmlx_ok();
     return tensor;
 }
 
@@ -102,7 +112,7 @@ int32_t ggml_get_i32_1d(const struct ggml_tensor * tensor, int i) {
         return 0;
     }
     ggmlx_ok();
-    return tensor->type == GGML_TYPE_I32 ? *(const int32_t *) p : (int32_t) load(tensor, p);
+    return tensor->type == GGML_TYPE_I32 ? *(const int32_t *) p : float_to_int(load(tensor, p), INT32_MIN, INT32_MAX);
 }
 
 void ggml_set_i32_1d(const struct ggml_tensor * tensor, int i, int32_t value) {
@@ -119,7 +129,7 @@ int32_t ggml_get_i32_nd(const struct ggml_tensor * tensor, int i0, int i1, int i
         return 0;
     }
     ggmlx_ok();
-    return tensor->type == GGML_TYPE_I32 ? *(const int32_t *) p : (int32_t) load(tensor, p);
+    return tensor->type == GGML_TYPE_I32 ? *(const int32_t *) p : float_to_int(load(tensor, p), INT32_MIN, INT32_MAX);
 }
 
 void ggml_set_i32_nd(const struct ggml_tensor * tensor, int i0, int i1, int i2, int i3, int32_t value) {

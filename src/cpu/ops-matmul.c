@@ -2,18 +2,19 @@
  * ops-matmul.c -- MUL_MAT kernel: dst[n, m] = sum_k a[k, n] * b[k, m], batched over dims 2, 3
  * with a broadcast (b's batch i12 uses a's batch i12 / (B2 / A2), likewise for dim 3).
  *
- * Two paths:
- *  - GEMM (both sides have a few rows or more): operands are packed into F32 panels in the
- *    per-thread scratch (converting F16/BF16 and gathering any strides on the way), then a
- *    register-tiled micro-kernel computes 32 (n) x 12 (m) blocks of dst. Blocking: KC k-values
- *    per pass; up to MC rows of b packed per block (it stays in L2 and is packed once per pass
- *    of a unit); each 32-row micro-panel of a is packed once per b block and stays close (L2)
- *    while it meets every 12-row micro-panel of the block; the AVX-512 kernel prefetches its dst
- *    block while it computes.
- *  - GEMV (b is one column, a's rows contiguous): four rows of a per kernel call share each load
- *    of the vector, prefetched, converting F16/BF16 in registers; rows split between threads.
- *  - DOT (one side is 1-7 rows otherwise): rows of the big side are converted if needed and
- *    dotted with the few rows of the small side.
+ * Three paths, chosen by the shapes of the two sides:
+ *  - GEMM (b has MM_DOT_M = 4 rows or more and a has MM_DOT_N = 8 or more): operands are packed
+ *    into F32 panels in the per-thread scratch (converting F16/BF16 and gathering any strides on
+ *    the way), then a register-tiled micro-kernel computes 32 (n) x 12 (m) blocks of dst.
+ *    Blocking: KC k-values per pass; up to MC rows of b packed per block (it stays in L2 and is
+ *    packed once per pass of a unit); each 32-row micro-panel of a is packed once per b block and
+ *    stays close (L2) while it meets every 12-row micro-panel of the block; the AVX-512 kernel
+ *    prefetches its dst block while it computes.
+ *  - DOT (otherwise: b has 1-3 rows or a has 1-7): rows of the big side are converted if needed
+ *    and dotted with the few rows of the small side.
+ *  - GEMV (a case of DOT: b is the small side, one column per unit, a's rows contiguous): four
+ *    rows of a per kernel call share each load of the vector, prefetched, converting F16/BF16 in
+ *    registers; rows split between threads.
  * Work is split across threads by output blocks: units of (batch, n range, m range).
  *
  * Micro-kernels exist as portable C (auto-vectorised), AVX2+FMA and AVX-512, picked at run time

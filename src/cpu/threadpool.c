@@ -111,8 +111,12 @@ static void * worker_main(void * p) {
 }
 
 struct ggml_threadpool * ggml_threadpool_new(struct ggml_threadpool_params * params) {
-    if (params == NULL || params->n_threads < 1 || params->n_threads > GGML_MAX_N_THREADS) {
-        ggmlx_error(__func__, "n_threads must be 1..%d", GGML_MAX_N_THREADS);
+    if (params == NULL) {
+        ggmlx_error(__func__, "params is NULL (see ggml_threadpool_params_default)");
+        return NULL;
+    }
+    if (params->n_threads < 1 || params->n_threads > GGML_MAX_N_THREADS) {
+        ggmlx_error(__func__, "n_threads = %d is out of range (1..%d)", params->n_threads, GGML_MAX_N_THREADS);
         return NULL;
     }
     struct ggml_threadpool * tp = calloc(1, sizeof *tp);
@@ -179,15 +183,19 @@ int ggml_threadpool_get_n_threads(struct ggml_threadpool * tp) {
 
 /* Workers always sleep between jobs, so pausing only records the wish; a job resumes. */
 void ggml_threadpool_pause(struct ggml_threadpool * tp) {
-    if (tp) {
-        atomic_store(&tp->paused, true);
+    if (tp == NULL) {
+        ggmlx_error(__func__, "threadpool is NULL");
+        return;
     }
+    atomic_store(&tp->paused, true);
 }
 
 void ggml_threadpool_resume(struct ggml_threadpool * tp) {
-    if (tp) {
-        atomic_store(&tp->paused, false);
+    if (tp == NULL) {
+        ggmlx_error(__func__, "threadpool is NULL");
+        return;
     }
+    atomic_store(&tp->paused, false);
 }
 
 void ggmlx_threadpool_run(struct ggml_threadpool * tp, int n, ggmlx_job_fn fn, void * job) {
