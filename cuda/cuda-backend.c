@@ -1,5 +1,5 @@
 /*
- * cuda-backend.c -- a CUDA backend: one non-blocking stream on one GPU (DESIGN §7,
+ * cuda-backend.c -- a CUDA backend: one non-blocking stream on one GPU (docs/architecture.md §7,
  * docs/async.md). Everything is enqueued on the stream and returns; synchronize waits for it.
  *
  * Sticky status (rule 8): the first failure of enqueued work (a launch, a copy, or an error the

@@ -1,5 +1,5 @@
 /*
- * cuda-graph.h -- a CUDA backend's CUDA graphs (DESIGN §7): a compute seen before is captured
+ * cuda-graph.h -- a CUDA backend's CUDA graphs (docs/architecture.md §7): a compute seen before is captured
  * once into a cudaGraph and replayed with one cudaGraphLaunch from then on. The decision is
  * graph-cache.c's; this file does the capturing and launching. GGML_CUDA_DISABLE_GRAPHS (set
  * to anything, as upstream) turns it off for backends made afterwards.

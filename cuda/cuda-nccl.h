@@ -1,5 +1,5 @@
 /*
- * cuda-nccl.h -- NCCL, opened with dlopen the first time a communicator is asked for (DESIGN §7:
+ * cuda-nccl.h -- NCCL, opened with dlopen the first time a communicator is asked for (docs/architecture.md §7:
  * the libraries never name libnccl, so a machine without it loads them all the same).
  *
  * Which library: $GGMLX_NCCL_LIBRARY when set (that path only), else "libnccl.so.2", then

@@ -1,6 +1,6 @@
 /*
  * graph-cache.h -- when a CUDA backend may replay a captured CUDA graph instead of launching a
- * compute's kernels one by one (DESIGN §7). Plain C (no CUDA headers): the executable graphs
+ * compute's kernels one by one (docs/architecture.md §7). Plain C (no CUDA headers): the executable graphs
  * are opaque pointers here, made and destroyed by cuda-graph.c, so tests/test-cuda-graph-cache.c
  * checks every decision on a machine without a GPU.
  *

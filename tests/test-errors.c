@@ -1,5 +1,5 @@
 /*
- * test-errors.c -- the error contract (DESIGN §4, docs/errors.md): bad input never aborts; it
+ * test-errors.c -- the error contract (docs/architecture.md §4, docs/errors.md): bad input never aborts; it
  * gives NULL or an error status, a message through the log callback and ggmlx_last_error(),
  * marks the context or graph failed, and changes nothing else.
  */

@@ -1,5 +1,5 @@
 /*
- * test-sched-errors.c -- the scheduler's bad input (DESIGN §4): every misuse returns NULL,
+ * test-sched-errors.c -- the scheduler's bad input (docs/architecture.md §4): every misuse returns NULL,
  * false, 0 or an error status, records a message (ggmlx_last_error) and logs it, and never
  * takes the process down. Each test ends by showing the scheduler (when one was made) still works.
  */

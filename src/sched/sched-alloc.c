@@ -144,7 +144,7 @@ static bool slot_reserve(struct ggml_backend_sched * sched, int b, int c, size_t
 /*
  * After a failed alloc: the slots of c are put back at the sizes they had (had[b] bytes, 0 for
  * none) and the graph inputs lose the memory they were given, so a failure holds no more device
- * memory than before the call (DESIGN section 4). The slot is idle (alloc waited for it).
+ * memory than before the call (docs/architecture.md §4). The slot is idle (alloc waited for it).
  */
 static void slots_restore(struct ggml_backend_sched * sched, int c, const size_t * had) {
     for (int i = 0; i < sched->n_graph_inputs; i++) {
