@@ -2,15 +2,22 @@
  * test-demo.c -- the demo program's three checks (relu, MLP, decoder block) pass on 1 and 2
  * threads, and can fail: a corrupted weight or input is caught, a context too small is reported
  * as an error with the library's message instead of crashing. The scheduler check pipelines over
- * two SIM devices, and the overlap it reports is computed right (demo-overlap.h).
+ * two SIM devices, and the overlap it reports is computed right (demo-overlap.h). The checks are
+ * the ones ggml-demo runs: both link the demo library (src/tools/demo/demo-run.h).
  */
 #include <criterion/criterion.h>
 
-#define GGMLX_DEMO_NO_MAIN
-#include "../src/tools/ggml-demo.c"
+#include "demo/demo-run.h"
+#include "demo/demo-overlap.h"
 
+#include "ggml-cpu.h"
+#include "ggmlx.h"
 #include "ggmlx-sim.h"
 
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 typedef void (*demo_check_fn)(const struct demo_options *, struct demo_result *);
@@ -95,12 +102,12 @@ static void expect_fail(demo_check_fn check, struct corruption * c) {
 }
 
 Test(demo, decoder_check_fails_on_a_corrupted_ffn_weight) {
-    struct corruption c = { "ffn_down", 3 * N_FF + 17, 4.0f, false };
+    struct corruption c = { "ffn_down", 3 * DEMO_DECODER_N_FF + 17, 4.0f, false };
     expect_fail(demo_decoder, &c);
 }
 
 Test(demo, decoder_check_fails_on_a_corrupted_attention_weight) {
-    struct corruption c = { "attn_k", 5 * N_EMBD + 2, -3.0f, false };
+    struct corruption c = { "attn_k", 5 * DEMO_DECODER_N_EMBD + 2, -3.0f, false };
     expect_fail(demo_decoder, &c);
 }
 

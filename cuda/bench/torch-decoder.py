@@ -3,8 +3,8 @@
 
     python3 cuda/bench/torch-decoder.py [--device cuda|cpu] [--json] [--seed N] [--threads N]
 
-The model is tests/sched-model.h with the sizes demo_sched_config (src/tools/demo-sched.h) gives
-it, timed the way demo_sched times it, so that its tokens/s can stand beside the demo's
+The model is tests/sched-model.h with the sizes demo_sched_config (src/tools/demo/demo-sched.c)
+gives it, timed the way demo_sched times it, so that its tokens/s can stand beside the demo's
 "decoder via the scheduler" figure (scripts/gpu-check.sh puts the two side by side).
 
 Exit status: 0 ran, 1 the output was not finite, 2 torch cannot be imported or the device is

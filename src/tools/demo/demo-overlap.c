@@ -1,5 +1,5 @@
 /*
- * demo-overlap.h -- how much of a traced run had two or more devices computing at once, read
+ * demo-overlap.c -- how much of a traced run had two or more devices computing at once, read
  * back from the scheduler's Chrome trace (ggmlx_sched_set_trace). The scheduler check reports
  * it: a pipeline that works shows a share well above zero, one whose batches queue behind each
  * other on one device shows none, whatever the tokens per second say.
@@ -10,31 +10,13 @@
  * overlap with a stage even where the stages take turns. The run is the time from the first compute span's start to the
  * last one's end. The span times are the queues' own (ggmlx_backend_queue_mark), so a device
  * counts as computing from when its queue reached the split to when it finished it.
- *
- * Included by ggml-demo.c (after its helpers) and by tests/test-demo.c through it.
  */
-#ifndef GGMLX_DEMO_OVERLAP_H
-#define GGMLX_DEMO_OVERLAP_H
+#include "demo-overlap.h"
 
 #include <math.h>
-#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* one compute span of a trace: the track (a backend) and its times in microseconds */
-struct demo_span {
-    int    track;
-    double begin, end;
-};
-
-struct demo_overlap {
-    int    n_spans;   /* compute spans read */
-    int    n_tracks;  /* distinct tracks among them */
-    double run_us;    /* first compute start to last compute end */
-    double shared_us; /* time with compute spans open on two or more tracks */
-    double share;     /* shared_us / run_us; 0 when run_us is 0 */
-};
 
 /* a span's start or end; ends sort first at equal times, so spans that only touch do not overlap */
 struct demo_edge {
@@ -51,12 +33,8 @@ static int demo_edge_cmp(const void * pa, const void * pb) {
     return a->delta - b->delta;
 }
 
-/*
- * The union of the intervals during which spans are open on at least two tracks. A track's
- * own spans may overlap or repeat (a queue's spans never should, but a trace is input): a
- * track counts once however many of its spans are open. false when out of memory.
- */
-static bool demo_overlap_of(const struct demo_span * spans, int n, struct demo_overlap * out) {
+/* a sweep over the spans' edges in time order, counting the tracks with a span open */
+bool demo_overlap_of(const struct demo_span * spans, int n, struct demo_overlap * out) {
     memset(out, 0, sizeof *out);
     out->n_spans = n;
     if (n <= 0) {
@@ -115,13 +93,9 @@ static bool demo_json_number(const char * s, const char * key, double * v) {
     return end != p + strlen(key);
 }
 
-/*
- * The overlap of the compute spans on tracks 0 .. n_tracks - 1 (the scheduler's first
- * n_tracks backends) of the trace file at path, as ggmlx's trace writer makes it (one event per
- * line; the name comes first and is JSON-escaped, so the fields after it are found by their
- * keys). false when the file cannot be read or holds no such span.
- */
-static bool demo_trace_overlap(const char * path, int n_tracks, struct demo_overlap * out) {
+/* one event a line, as ggmlx's trace writer puts it: the name comes first and is JSON-escaped, so
+ * the fields after it are found by their keys */
+bool demo_trace_overlap(const char * path, int n_tracks, struct demo_overlap * out) {
     memset(out, 0, sizeof *out);
     FILE * f = fopen(path, "r");
     if (f == NULL) {
@@ -154,5 +128,3 @@ static bool demo_trace_overlap(const char * path, int n_tracks, struct demo_over
     free(spans);
     return ok;
 }
-
-#endif /* GGMLX_DEMO_OVERLAP_H */

@@ -1,5 +1,5 @@
 /*
- * demo-sched.h -- the demo's fourth check: a small llama-like decoder (random weights,
+ * demo-sched.c -- the demo's fourth check: a small llama-like decoder (random weights,
  * tests/sched-model.h) through the backend scheduler over every device there is: the CUDA
  * devices when the registry has any, else the SIM devices when GGMLX_SIM_DEVICES is set, and
  * the CPU last.
@@ -17,29 +17,29 @@
  * synchronize) runs DEMO_SCHED_RUNS batches, which gives tokens per second, and the last batch
  * is checked too. That timed loop is traced (ggmlx_sched_set_trace) and the trace is read back
  * (demo-overlap.h): the check reports the share of the run during which two or more stage
- * devices (not the CPU) had a split computing, measured on the queues. The trace goes to demo_sched_trace_path, or to
- * the file GGMLX_SCHED_TRACE names, or, when neither is set, to a temporary file removed after.
- *
- * Included by ggml-demo.c (after its helpers).
+ * devices (not the CPU) had a split computing, measured on the queues. The trace goes to the
+ * file GGMLX_SCHED_TRACE names, else to the one demo_set_trace_path names, else to a temporary
+ * file removed after.
  */
-#ifndef GGMLX_DEMO_SCHED_H
-#define GGMLX_DEMO_SCHED_H
+#include "demo-common.h"
+#include "demo-overlap.h"
 
 #include "ggml-alloc.h"
 #include "ggmlx-sched.h"
 
-#include "../../tests/sched-model.h"
-#include "demo-overlap.h"
+#include "../../../tests/sched-model.h"
 
 #include <errno.h>
 #include <unistd.h>
 
 #define DEMO_SCHED_RUNS 32 /* batches in the timed loop */
 
-/* the trace file (ggml-demo's --trace); NULL: a temporary one, read back and removed. A
- * variable rather than a field of demo_options, whose initializers in tests/test-demo.c list
- * every field. */
+/* the trace file (ggml-demo's --trace); NULL: a temporary one, read back and removed */
 static const char * demo_sched_trace_path = NULL;
+
+void demo_set_trace_path(const char * path) {
+    demo_sched_trace_path = path;
+}
 
 static struct sm_config demo_sched_config(uint64_t seed) {
     struct sm_config c = sm_config_default();
@@ -100,22 +100,6 @@ static bool demo_sched_reference(struct demo_result * res, ggml_backend_t cpu, c
     sm_graph_free(&g);
     sm_model_free(&m);
     return st == GGML_STATUS_SUCCESS;
-}
-
-/* compares got with want into res (max |error|, and relative to the largest |want|) */
-static void demo_sched_compare(struct demo_result * res, const float * got, const float * want, size_t n) {
-    double err = 0.0, big = 0.0;
-    for (size_t i = 0; i < n; i++) {
-        const double e = fabs((double) got[i] - (double) want[i]);
-        err = isnan(e) || e > err ? e : err;
-        big = fabs((double) want[i]) > big ? fabs((double) want[i]) : big;
-    }
-    const double rel = big > 0.0 ? err / big : err;
-    res->max_abs_err = isnan(err) || err > res->max_abs_err ? err : res->max_abs_err;
-    res->max_rel_err = isnan(rel) || rel > res->max_rel_err ? rel : res->max_rel_err;
-    if (!(res->max_rel_err <= res->limit) && res->status == DEMO_PASSED) {
-        res->status = DEMO_FAILED;
-    }
 }
 
 void demo_sched(const struct demo_options * opt, struct demo_result * res) {
@@ -195,7 +179,7 @@ void demo_sched(const struct demo_options * opt, struct demo_result * res) {
         goto out_sched;
     }
     ggml_backend_tensor_get(g.out, got, 0, ggml_nbytes(g.out));
-    demo_sched_compare(res, got, want, n_out);
+    demo_compare(res, got, want, n_out);
     const int n_splits = ggml_backend_sched_get_n_splits(sched);
 
     /* the trace of the timed loop alone: the file asked for, else a temporary one */
@@ -241,7 +225,7 @@ void demo_sched(const struct demo_options * opt, struct demo_result * res) {
     res->ms = 1000.0 * sec / DEMO_SCHED_RUNS;
     res->tokens_per_s = sec > 0.0 ? (double) DEMO_SCHED_RUNS * cfg.n_tokens / sec : 0.0;
     ggml_backend_tensor_get(g.out, got, 0, ggml_nbytes(g.out));
-    demo_sched_compare(res, got, want_last, n_out);
+    demo_compare(res, got, want_last, n_out);
 
     struct ggmlx_sched_stats stats;
     ggmlx_sched_get_stats(sched, &stats);
@@ -294,5 +278,3 @@ out_backends:
         }
     }
 }
-
-#endif /* GGMLX_DEMO_SCHED_H */

@@ -1,18 +1,15 @@
 /*
- * demo-meta.h -- the demo's fifth check: tensor parallelism. A small decoder
+ * demo-meta.c -- the demo's fifth check: tensor parallelism. A small decoder
  * (tests/meta-model.h) split across the CUDA devices (else the SIM devices, else the CPU
  * alone) as one meta device: attention heads and FFN columns divided between the devices,
  * partial sums reduced twice per layer. Compared with a CPU-only run of the unsplit model, then
  * timed; the note says how much of the weights each device holds and how it reduced.
- *
- * Included by ggml-demo.c (after its helpers and demo-sched.h).
  */
-#ifndef GGMLX_DEMO_META_H
-#define GGMLX_DEMO_META_H
+#include "demo-common.h"
 
 #include "ggmlx-meta.h"
 
-#include "../../tests/meta-model.h"
+#include "../../../tests/meta-model.h"
 
 #define DEMO_META_RUNS 16
 
@@ -156,7 +153,7 @@ void demo_meta(const struct demo_options * opt, struct demo_result * res) {
         !demo_meta_run(res, mb, ggml_backend_dev_buffer_type(meta), DEMO_META_RUNS, got, &sec, bytes, n, &total)) {
         goto out;
     }
-    demo_sched_compare(res, got, want, n_out);
+    demo_compare(res, got, want, n_out);
     res->ms = sec > 0.0 ? 1000.0 * sec / DEMO_META_RUNS : 0.0;
     res->tokens_per_s = sec > 0.0 ? (double) DEMO_META_RUNS * (double) s->n_tokens / sec : 0.0;
     struct ggmlx_meta_stats st;
@@ -179,5 +176,3 @@ out:
         ggml_backend_free(cpu);
     }
 }
-
-#endif /* GGMLX_DEMO_META_H */

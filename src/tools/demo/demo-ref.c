@@ -1,16 +1,14 @@
 /*
- * demo-ref.h -- the math of ggml-demo's models, written out plainly in double precision.
+ * demo-ref.c -- the math of ggml-demo's models, written out plainly in double precision.
  *
  * Nothing here uses ggml: these loops are the independent reference the demo's graphs are
  * checked against. Arrays are row-major in ggml's order: a [ne0, ne1] tensor is ne1 rows of ne0
  * values, so a weight W of shape [n_in, n_out] has W[o * n_in + i], and a batch of tokens x of
  * shape [n_in, n_tok] has x[t * n_in + i].
  */
-#ifndef GGMLX_DEMO_REF_H
-#define GGMLX_DEMO_REF_H
+#include "demo-ref.h"
 
 #include <math.h>
-#include <stdbool.h>
 #include <stdlib.h>
 
 /* y = W x for each of n_tok columns of x (ggml_mul_mat(W, x)) */
@@ -132,15 +130,7 @@ static void ref_causal_attention(const double * q, const double * k, const doubl
 
 /* ---- the demo's two models, composed from the pieces above ---------------------------------- */
 
-/* softmax(w2 gelu(w1 x + b1) + b2) for each of the n_batch columns of x */
-struct ref_mlp {
-    int n_in, n_hidden, n_out, n_batch;
-    const double * w1, * b1; /* [n_in, n_hidden], [n_hidden] */
-    const double * w2, * b2; /* [n_hidden, n_out], [n_out] */
-};
-
-/* false when out of memory */
-static bool ref_mlp_forward(const struct ref_mlp * m, const double * x, double * probs) {
+bool ref_mlp_forward(const struct ref_mlp * m, const double * x, double * probs) {
     double * h = malloc(sizeof(double) * m->n_hidden * m->n_batch);
     if (h == NULL) {
         return false;
@@ -159,24 +149,7 @@ static bool ref_mlp_forward(const struct ref_mlp * m, const double * x, double *
     return true;
 }
 
-/*
- * One llama-style decoder block over n_tok tokens:
- *     h   = x + wo attention(rope(wq n1), rope(wk n1), wv n1)     n1 = rms_norm(x) * attn_norm
- *     out = h + w_down (silu(w_gate n2) * (w_up n2))              n2 = rms_norm(h) * ffn_norm
- */
-struct ref_block {
-    int n_embd, n_head, n_ff, n_tok;
-    double norm_eps, rope_base;
-    const int * pos;                          /* [n_tok] */
-    const double * attn_norm;                 /* [n_embd] */
-    const double * wq, * wk, * wv, * wo;      /* [n_embd, n_embd] */
-    const double * ffn_norm;                  /* [n_embd] */
-    const double * w_gate, * w_up;            /* [n_embd, n_ff] */
-    const double * w_down;                    /* [n_ff, n_embd] */
-};
-
-/* false when out of memory */
-static bool ref_block_forward(const struct ref_block * b, const double * x, double * out) {
+bool ref_block_forward(const struct ref_block * b, const double * x, double * out) {
     const int ne = b->n_embd * b->n_tok, nf = b->n_ff * b->n_tok;
     const int head_dim = b->n_embd / b->n_head;
     double * buf = malloc(sizeof(double) * (6 * (size_t) ne + 2 * (size_t) nf));
@@ -211,5 +184,3 @@ static bool ref_block_forward(const struct ref_block * b, const double * x, doub
     free(buf);
     return true;
 }
-
-#endif
