@@ -286,6 +286,11 @@ Test(gguf, tensors_f32_f16_alignment_64) {
     tensors_round_trip(64);
 }
 
+/* a data section whose size is not a multiple of the ggml context's own alignment */
+Test(gguf, tensors_f32_f16_alignment_8) {
+    tensors_round_trip(8);
+}
+
 Test(gguf, meta_size_and_data_are_the_head_of_the_file) {
     struct ggml_context * src = ggml_init((struct ggml_init_params) { 1 << 16, NULL, false });
     struct ggml_tensor * a = ggml_new_tensor_1d(src, GGML_TYPE_F32, 10);

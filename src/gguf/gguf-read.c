@@ -400,8 +400,9 @@ static bool check_offsets(struct rd * r, struct gguf_context * ctx, const uint64
 static bool make_ggml_ctx(struct rd * r, struct gguf_context * ctx, struct gguf_init_params params) {
     const size_t overhead = ggml_tensor_overhead();
     size_t       mem;
+    /* room for the blob's own padding to GGML_MEM_ALIGN in the ggml context */
     if (__builtin_mul_overflow(ctx->n_info + 1, overhead, &mem) ||
-        (!params.no_alloc && __builtin_add_overflow(mem, ctx->size, &mem))) {
+        (!params.no_alloc && __builtin_add_overflow(mem, ctx->size + GGML_MEM_ALIGN, &mem))) {
         ggmlx_error(r->func, "out of memory: the ggml context would exceed SIZE_MAX");
         return false;
     }
