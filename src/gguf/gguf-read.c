@@ -549,7 +549,7 @@ static struct gguf_context * gguf_read(struct rd * r, struct gguf_init_params pa
     /* with no tensors there is no data section and no padding to skip (as upstream) */
     ctx->offset = (size_t) r->pos;
     if (ctx->n_info > 0) {
-        uint64_t start;
+        uint64_t start = UINT64_MAX; /* stays so when padding overflows */
         if (!gguf_pad(r->pos, ctx->alignment, &start) || start > r->size) {
             ggmlx_error(r->func, "data section starts at byte %" PRIu64 " (the tensor infos end at byte %" PRIu64
                         ", aligned to %zu), past the end of the input (%" PRIu64 " bytes)", start, r->pos,
