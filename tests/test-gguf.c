@@ -467,3 +467,80 @@ Test(gguf, huge_counts_in_a_tiny_file_fail_at_once) {
     cr_assert_not_null(strstr(ggmlx_last_error(), "at byte 16"), "%s", ggmlx_last_error());
     ASSERT_ERROR();
 }
+
+struct chunked {
+    const uint8_t * data;
+    size_t          size;
+    size_t          max_len; /* the largest len the reader asked for */
+};
+
+static size_t chunked_read(void * ud, void * out, uint64_t offset, size_t len) {
+    struct chunked * c = ud;
+    if (len > c->max_len) {
+        c->max_len = len;
+    }
+    if (offset >= c->size) {
+        return 0;
+    }
+    const size_t n = len < c->size - offset ? len : (size_t) (c->size - offset);
+    memcpy(out, c->data + offset, n);
+    return n;
+}
+
+/* a file with a tensor, its bytes, and a reader through a callback and through a FILE at an offset */
+Test(gguf, callback_and_file_ptr_readers_agree) {
+    struct ggml_context * src = ggml_init((struct ggml_init_params) { 1 << 16, NULL, false });
+    struct ggml_tensor * a = ggml_new_tensor_1d(src, GGML_TYPE_F32, 33);
+    ggml_set_name(a, "a");
+    for (int i = 0; i < 33; i++) {
+        ((float *) a->data)[i] = (float) i;
+    }
+    struct gguf_context * ctx = gguf_init_empty();
+    gguf_set_val_str(ctx, "k", "v");
+    gguf_add_tensor(ctx, a);
+    char path[64];
+    tmp_path(path, sizeof path);
+    cr_assert(gguf_write_to_file(ctx, path, false));
+    size_t n;
+    uint8_t * bytes = file_bytes(path, &n);
+
+    struct chunked c = { bytes, n, 0 };
+    struct ggml_context * g = NULL;
+    struct gguf_context * b = gguf_init_from_callback(chunked_read, &c, 7, n, (struct gguf_init_params) { false, &g });
+    cr_assert_not_null(b, "%s", ggmlx_last_error());
+    cr_assert_leq(c.max_len, 7, "no read larger than max_chunk_read");
+    cr_assert_str_eq(gguf_get_val_str(b, 0), "v");
+    cr_assert_arr_eq(ggml_get_tensor(g, "a")->data, a->data, 33 * sizeof(float));
+    ggml_free(g);
+    gguf_free(b);
+
+    /* told a size one byte short, the callback reader refuses the file */
+    c.max_len = 0;
+    cr_assert_null(gguf_init_from_callback(chunked_read, &c, 0, gguf_get_meta_size(ctx) - 1,
+                                           (struct gguf_init_params) { true, NULL }));
+    ASSERT_ERROR();
+
+    /* a GGUF stream that starts 100 bytes into a file: offsets count from where reading started */
+    FILE * f = tmpfile();
+    cr_assert_not_null(f);
+    uint8_t junk[100];
+    memset(junk, 0xAB, sizeof junk);
+    cr_assert_eq(fwrite(junk, 1, sizeof junk, f), sizeof junk);
+    cr_assert_eq(fwrite(bytes, 1, n, f), n);
+    cr_assert_eq(fseek(f, 100, SEEK_SET), 0);
+    g = NULL;
+    b = gguf_init_from_file_ptr(f, (struct gguf_init_params) { false, &g });
+    cr_assert_not_null(b, "%s", ggmlx_last_error());
+    cr_assert_eq(gguf_get_data_offset(b), gguf_get_meta_size(ctx));
+    cr_assert_arr_eq(ggml_get_tensor(g, "a")->data, a->data, 33 * sizeof(float));
+    fclose(f);
+    ggml_free(g);
+    gguf_free(b);
+
+    cr_assert_null(gguf_init_from_file("/nonexistent/dir/x.gguf", (struct gguf_init_params) { true, NULL }));
+    ASSERT_ERROR();
+    free(bytes);
+    gguf_free(ctx);
+    ggml_free(src);
+    unlink(path);
+}
