@@ -544,3 +544,77 @@ Test(gguf, callback_and_file_ptr_readers_agree) {
     ggml_free(src);
     unlink(path);
 }
+
+/* every function that takes a context answers a NULL one with an error, never a crash */
+Test(gguf, null_context_everywhere) {
+    const struct gguf_context * c = NULL;
+    struct gguf_context * m = NULL;
+    struct gguf_init_params p = { true, NULL };
+#define NULL_ERR(expr)                                                                        \
+    do {                                                                                      \
+        expr;                                                                                 \
+        cr_assert_not_null(ggmlx_last_error(), "%s records an error", #expr);                 \
+        ggmlx_clear_last_error();                                                             \
+    } while (0)
+    NULL_ERR(cr_assert_null(gguf_init_from_file_ptr(NULL, p)));
+    NULL_ERR(cr_assert_null(gguf_init_from_file(NULL, p)));
+    NULL_ERR(cr_assert_null(gguf_init_from_buffer(NULL, 10, p)));
+    NULL_ERR(cr_assert_null(gguf_init_from_buffer("GGUF", 0, p)));
+    NULL_ERR(cr_assert_null(gguf_init_from_callback(NULL, NULL, 0, 100, p)));
+    gguf_free(NULL);
+    NULL_ERR(cr_assert_eq(gguf_get_version(c), 0));
+    NULL_ERR(cr_assert_eq(gguf_get_alignment(c), 0));
+    NULL_ERR(cr_assert_eq(gguf_get_data_offset(c), 0));
+    NULL_ERR(cr_assert_eq(gguf_get_n_kv(c), 0));
+    NULL_ERR(cr_assert_eq(gguf_find_key(c, "k"), -1));
+    NULL_ERR(cr_assert_null(gguf_get_key(c, 0)));
+    NULL_ERR((void) gguf_get_kv_type(c, 0));
+    NULL_ERR((void) gguf_get_arr_type(c, 0));
+    NULL_ERR(cr_assert_eq(gguf_get_val_u8(c, 0), 0));
+    NULL_ERR(cr_assert_eq(gguf_get_val_i8(c, 0), 0));
+    NULL_ERR(cr_assert_eq(gguf_get_val_u16(c, 0), 0));
+    NULL_ERR(cr_assert_eq(gguf_get_val_i16(c, 0), 0));
+    NULL_ERR(cr_assert_eq(gguf_get_val_u32(c, 0), 0));
+    NULL_ERR(cr_assert_eq(gguf_get_val_i32(c, 0), 0));
+    NULL_ERR(cr_assert_eq(gguf_get_val_f32(c, 0), 0));
+    NULL_ERR(cr_assert_eq(gguf_get_val_u64(c, 0), 0));
+    NULL_ERR(cr_assert_eq(gguf_get_val_i64(c, 0), 0));
+    NULL_ERR(cr_assert_eq(gguf_get_val_f64(c, 0), 0));
+    NULL_ERR(cr_assert_not(gguf_get_val_bool(c, 0)));
+    NULL_ERR(cr_assert_null(gguf_get_val_str(c, 0)));
+    NULL_ERR(cr_assert_null(gguf_get_val_data(c, 0)));
+    NULL_ERR(cr_assert_eq(gguf_get_arr_n(c, 0), 0));
+    NULL_ERR(cr_assert_null(gguf_get_arr_data(c, 0)));
+    NULL_ERR(cr_assert_null(gguf_get_arr_str(c, 0, 0)));
+    NULL_ERR(cr_assert_eq(gguf_get_n_tensors(c), 0));
+    NULL_ERR(cr_assert_eq(gguf_find_tensor(c, "t"), -1));
+    NULL_ERR(cr_assert_eq(gguf_get_tensor_offset(c, 0), 0));
+    NULL_ERR(cr_assert_null(gguf_get_tensor_name(c, 0)));
+    NULL_ERR(cr_assert_null(gguf_get_tensor_ne(c, 0)));
+    NULL_ERR((void) gguf_get_tensor_type(c, 0));
+    NULL_ERR(cr_assert_eq(gguf_get_tensor_size(c, 0), 0));
+    NULL_ERR(cr_assert_eq(gguf_remove_key(m, "k"), -1));
+    NULL_ERR(gguf_set_val_u8(m, "k", 1));
+    NULL_ERR(gguf_set_val_i8(m, "k", 1));
+    NULL_ERR(gguf_set_val_u16(m, "k", 1));
+    NULL_ERR(gguf_set_val_i16(m, "k", 1));
+    NULL_ERR(gguf_set_val_u32(m, "k", 1));
+    NULL_ERR(gguf_set_val_i32(m, "k", 1));
+    NULL_ERR(gguf_set_val_f32(m, "k", 1));
+    NULL_ERR(gguf_set_val_u64(m, "k", 1));
+    NULL_ERR(gguf_set_val_i64(m, "k", 1));
+    NULL_ERR(gguf_set_val_f64(m, "k", 1));
+    NULL_ERR(gguf_set_val_bool(m, "k", true));
+    NULL_ERR(gguf_set_val_str(m, "k", "v"));
+    NULL_ERR(gguf_set_arr_data(m, "k", GGUF_TYPE_UINT8, "x", 1));
+    NULL_ERR(gguf_set_arr_str(m, "k", NULL, 0));
+    NULL_ERR(gguf_set_kv(m, c));
+    NULL_ERR(gguf_add_tensor(m, NULL));
+    NULL_ERR(gguf_set_tensor_type(m, "t", GGML_TYPE_F32));
+    NULL_ERR(gguf_set_tensor_data(m, "t", NULL));
+    NULL_ERR(cr_assert_not(gguf_write_to_file_ptr(c, stdout, false)));
+    NULL_ERR(cr_assert_not(gguf_write_to_file(c, "/tmp/never-written.gguf", false)));
+    NULL_ERR(cr_assert_eq(gguf_get_meta_size(c), 0));
+    NULL_ERR(gguf_get_meta_data(c, NULL));
+#undef NULL_ERR
+}
