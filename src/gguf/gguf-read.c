@@ -443,6 +443,8 @@ static bool make_ggml_ctx(struct rd * r, struct gguf_context * ctx, struct gguf_
         ggml_set_name(t, ti->name);
         if (blob) {
             t->data = blob + ctx->info[i].offset;
+            /* so that the context can be written back as it was read (upstream cannot) */
+            ctx->info[i].t.data = t->data;
         }
     }
     ggml_set_no_alloc(gctx, params.no_alloc);
