@@ -618,3 +618,40 @@ Test(gguf, null_context_everywhere) {
     NULL_ERR(gguf_get_meta_data(c, NULL));
 #undef NULL_ERR
 }
+
+/* read with its data, the context writes the same file again, byte for byte */
+Test(gguf, a_context_read_with_data_writes_the_same_file) {
+    struct ggml_context * src = ggml_init((struct ggml_init_params) { 1 << 16, NULL, false });
+    struct ggml_tensor * a = ggml_new_tensor_2d(src, GGML_TYPE_F16, 6, 5);
+    struct ggml_tensor * b = ggml_new_tensor_1d(src, GGML_TYPE_F32, 3);
+    ggml_set_name(a, "a");
+    ggml_set_name(b, "b");
+    for (size_t i = 0; i < ggml_nbytes(a); i++) {
+        ((uint8_t *) a->data)[i] = (uint8_t) (i * 7);
+    }
+    for (size_t i = 0; i < ggml_nbytes(b); i++) {
+        ((uint8_t *) b->data)[i] = (uint8_t) (i * 13 + 1);
+    }
+    struct gguf_context * ctx = gguf_init_empty();
+    gguf_set_val_u32(ctx, GGUF_KEY_GENERAL_ALIGNMENT, 64);
+    gguf_add_tensor(ctx, a);
+    gguf_add_tensor(ctx, b);
+    char path[64], path2[64];
+    struct ggml_context * g = NULL;
+    struct gguf_context * back = write_and_read(ctx, path, sizeof path, &g, false);
+    tmp_path(path2, sizeof path2);
+    cr_assert(gguf_write_to_file(back, path2, false), "%s", ggmlx_last_error());
+    size_t n1, n2;
+    uint8_t * f1 = file_bytes(path, &n1);
+    uint8_t * f2 = file_bytes(path2, &n2);
+    cr_assert_eq(n1, n2);
+    cr_assert_arr_eq(f1, f2, n1);
+    free(f1);
+    free(f2);
+    ggml_free(g);
+    gguf_free(back);
+    gguf_free(ctx);
+    ggml_free(src);
+    unlink(path);
+    unlink(path2);
+}
