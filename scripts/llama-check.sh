@@ -94,9 +94,14 @@ total=$(llama_objects "$REF_BUILD" | wc -l)
 if llama_step "configure" "$SYS_BUILD.configure.log" llama_configure "$SYS_BUILD" "$GGMLX_PREFIX" \
         "$SYS_BUILD.configure.log"; then
     configure=ok
-    # -k 0: compile every file that can be compiled, so the count says how many do.
-    llama_step "build libllama (keep going)" "$sys_log" \
-        cmake --build "$SYS_BUILD" --target llama -j"$LLAMA_JOBS" -- -k 0
+    # -k 0: compile every file that can be compiled, so the count says how many do. A failure
+    # is summarised below rather than shown as the log's tail.
+    t0=$SECONDS
+    if cmake --build "$SYS_BUILD" --target llama -j"$LLAMA_JOBS" -- -k 0 >"$sys_log" 2>&1; then
+        echo "  build libllama: ok ($((SECONDS - t0)) s)"
+    else
+        echo "  build libllama (keep going): FAILED ($((SECONDS - t0)) s, log: $sys_log)"
+    fi
     total=$(llama_objects "$SYS_BUILD" | wc -l)
     # ninja names each failed command's output on a "FAILED:" line (newer ninja adds "[code=N]").
     sed -n 's|^FAILED: \(\[code=[0-9]*\] \)\{0,1\}\(src/CMakeFiles/llama\.dir/[^ ]*\.o\).*|\2|p' "$sys_log" |
@@ -118,6 +123,14 @@ else
     grep -m 5 -A 6 'CMake Error' "$SYS_BUILD.configure.log" | sed 's/^/    | /'
 fi
 
+# A file stops at its first missing header, so the headers are listed from the sources too.
+grep -rhoE '#include [<"](ggml|gguf)[^">]*\.h[">]' "$LLAMA_CPP_DIR/src" "$LLAMA_CPP_DIR/include" |
+    sed 's/^#include .//; s/.$//' | LC_ALL=C sort -u >"$REPORT/headers-used"
+absent=()
+while read -r h; do
+    [ -f "$GGMLX_PREFIX/include/$h" ] || absent+=("$h")
+done <"$REPORT/headers-used"
+echo "  ggml headers libllama includes: $(wc -l <"$REPORT/headers-used"), not installed by ggmlx: ${#absent[@]}${absent[*]:+ (${absent[*]})}"
 if [ -s "$REPORT/failed-files" ]; then
     echo "  files that do not compile: $(wc -l <"$REPORT/failed-files") of $total; first error of each, grouped:"
     # The first "error:" line after each file's FAILED line, its location cut off.
