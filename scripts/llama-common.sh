@@ -7,7 +7,7 @@
 # Needs GGMLX_ROOT set and scripts/deps.sh sourced.
 #
 # Environment: LLAMA_WORK (work folder), GGML_CUDA (ggmlx's CUDA backend, default OFF),
-# JOBS (parallel build jobs).
+# CMAKE_ARGS (extra arguments for ggmlx's configure), JOBS (parallel build jobs).
 
 LLAMA_CPP_PY_VERSION=0.3.35
 # The vendored llama.cpp of that sdist is llama.cpp at this commit; its ggml headers are the API
@@ -91,13 +91,14 @@ llama_fetch() {
 # emptied first so that a header or library removed from the tree does not linger there.
 llama_build_ggmlx() {
     local b="$LLAMA_WORK/ggmlx-build"
-    local launcher
+    local launcher extra
     read -r -a launcher <<<"$(llama_launcher_args)"
+    read -r -a extra <<<"${CMAKE_ARGS:-}"
     mkdir -p "$b"
     llama_step "ggmlx configure" "$b/configure.log" \
         ggmlx_configure "$b" -DCMAKE_BUILD_TYPE=Release "${launcher[@]}" \
             -DCMAKE_INSTALL_PREFIX="$GGMLX_PREFIX" -DGGML_CUDA="${GGML_CUDA:-OFF}" \
-            -DGGML_BUILD_TESTS=OFF -DGGML_BUILD_TOOLS=OFF -DGGML_BUILD_BENCH=OFF || return 1
+            -DGGML_BUILD_TESTS=OFF -DGGML_BUILD_TOOLS=OFF -DGGML_BUILD_BENCH=OFF "${extra[@]}" || return 1
     llama_step "ggmlx build" "$b/build.log" cmake --build "$b" -j"$LLAMA_JOBS" || return 1
     rm -rf "$GGMLX_PREFIX"
     llama_step "ggmlx install" "$b/install.log" cmake --install "$b" || return 1
