@@ -41,13 +41,13 @@ llama_cmake_args() {
         -DCMAKE_SHARED_LINKER_FLAGS=-Wl,--no-undefined
 }
 
-# llama_configure DIR PREFIX LOG: configures llama.cpp in DIR against the ggml install PREFIX.
+# llama_configure DIR PREFIX: configures llama.cpp in DIR against the ggml install PREFIX.
 # shellcheck disable=SC2317 # called through llama_step
 llama_configure() {
-    local dir=$1 prefix=$2 log=$3 args gen=()
+    local dir=$1 prefix=$2 args gen=()
     mapfile -t args < <(llama_cmake_args "$prefix")
     [ -f "$dir/CMakeCache.txt" ] || gen=(-G Ninja)
-    cmake -S "$LLAMA_CPP_DIR" -B "$dir" "${gen[@]}" "${args[@]}" >"$log" 2>&1
+    cmake -S "$LLAMA_CPP_DIR" -B "$dir" "${gen[@]}" "${args[@]}"
 }
 
 # The object files of libllama in a configured build, one a line.
@@ -75,8 +75,7 @@ llama_build_upstream_ggml || exit 1
 
 echo "[3/5] llama.cpp against upstream ggml (reference for the symbol list)"
 ref_lib=""
-if llama_step "configure" "$REF_BUILD.configure.log" llama_configure "$REF_BUILD" "$UPSTREAM_PREFIX" \
-        "$REF_BUILD.configure.log" &&
+if llama_step "configure" "$REF_BUILD.configure.log" llama_configure "$REF_BUILD" "$UPSTREAM_PREFIX" &&
    llama_step "build libllama" "$REF_BUILD.build.log" cmake --build "$REF_BUILD" --target llama -j"$LLAMA_JOBS"; then
     ref_lib=$(llama_lib "$REF_BUILD")
 fi
@@ -91,8 +90,7 @@ configure=FAIL compiled=0 link=FAIL
 total=$(llama_objects "$REF_BUILD" | wc -l)
 : >"$REPORT/failed-files"
 : >"$REPORT/link-undefined"
-if llama_step "configure" "$SYS_BUILD.configure.log" llama_configure "$SYS_BUILD" "$GGMLX_PREFIX" \
-        "$SYS_BUILD.configure.log"; then
+if llama_step "configure" "$SYS_BUILD.configure.log" llama_configure "$SYS_BUILD" "$GGMLX_PREFIX"; then
     configure=ok
     # -k 0: compile every file that can be compiled, so the count says how many do. A failure
     # is summarised below rather than shown as the log's tail.
@@ -120,7 +118,6 @@ if llama_step "configure" "$SYS_BUILD.configure.log" llama_configure "$SYS_BUILD
     fi
 else
     link_note="not reached (configure failed)"
-    grep -m 5 -A 6 'CMake Error' "$SYS_BUILD.configure.log" | sed 's/^/    | /'
 fi
 
 # A file stops at its first missing header, so the headers are listed from the sources too.
