@@ -92,6 +92,8 @@ total=$(llama_objects "$REF_BUILD" | wc -l)
 : >"$REPORT/link-undefined"
 if llama_step "configure" "$SYS_BUILD.configure.log" llama_configure "$SYS_BUILD" "$GGMLX_PREFIX"; then
     configure=ok
+    # Which ggml the configure found, in case another install on the machine came first.
+    echo "  ggml package: $(sed -n 's/^ggml_DIR:PATH=//p' "$SYS_BUILD/CMakeCache.txt")"
     # -k 0: compile every file that can be compiled, so the count says how many do. A failure
     # is summarised below rather than shown as the log's tail.
     t0=$SECONDS
