@@ -9,6 +9,7 @@
 #ifndef GGMLX_CF_COMMON_H
 #define GGMLX_CF_COMMON_H
 
+#include "../tool-rng.h"
 #include "ggml.h"
 
 #include <math.h>
@@ -59,20 +60,17 @@ struct cf_rng {
 };
 
 static struct cf_rng cf_rng_new(uint64_t seed, uint64_t stream) {
-    struct cf_rng r = { seed * 0x9e3779b97f4a7c15ull ^ (stream + 1) * 0xd1b54a32d192ed03ull };
+    struct cf_rng r = { tool_rng_seed(seed, stream) };
     return r;
 }
 
 static uint64_t cf_next(struct cf_rng * r) {
-    uint64_t z = (r->s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
+    return tool_rng_next(&r->s);
 }
 
 /* uniform in [lo, hi) */
 static double cf_uniform(struct cf_rng * r, double lo, double hi) {
-    return lo + (hi - lo) * ((double) (cf_next(r) >> 11) * 0x1.0p-53);
+    return lo + (hi - lo) * tool_rng_unit(&r->s);
 }
 
 /* uniform integer in [lo, hi] */

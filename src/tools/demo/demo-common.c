@@ -2,6 +2,7 @@
  * demo-common.c -- what every check of the demo is made of (demo-common.h): its data, its two
  * contexts, the run on the backend and the comparison with the reference.
  */
+#include "../tool-rng.h"
 #include "demo-common.h"
 
 #include "ggmlx.h"
@@ -21,21 +22,12 @@ const char * demo_status_name(enum demo_status s) {
 }
 
 struct demo_rng demo_rng_new(uint64_t seed, uint64_t stream) {
-    /* one stream per check, so each check's data does not depend on which others ran */
-    struct demo_rng r = { seed * 0x9e3779b97f4a7c15ull ^ (stream + 1) * 0xd1b54a32d192ed03ull };
+    struct demo_rng r = { tool_rng_seed(seed, stream) };
     return r;
 }
 
-/* splitmix64: tiny, and the same numbers on every platform */
-static uint64_t demo_next(struct demo_rng * r) {
-    uint64_t z = (r->state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
 static float demo_uniform(struct demo_rng * r, float lo, float hi) {
-    return lo + (hi - lo) * (float) ((double) (demo_next(r) >> 11) * 0x1.0p-53);
+    return lo + (hi - lo) * (float) tool_rng_unit(&r->state);
 }
 
 void demo_begin(struct demo_result * res, const char * name, const char * title, double limit,
