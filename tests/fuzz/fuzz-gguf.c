@@ -1,0 +1,140 @@
+/*
+ * fuzz-gguf.c -- libFuzzer target for the GGUF reader and writer (GGML_BUILD_FUZZ=ON, clang).
+ *
+ * Each input is read from memory three ways (no ggml context; one with no_alloc; one with the
+ * data section read): the three must agree on whether the input is a GGUF file, and what they
+ * read must hold together. A file that reads is then written back whole and read again, and the
+ * second writing must give the same bytes as the first (the writer's output is a fixed point
+ * of read-then-write), with gguf_get_meta_size/gguf_get_meta_data matching the file's start.
+ * Any disagreement aborts, which libFuzzer reports as a crash with the input saved.
+ *
+ *   fuzz-gguf -max_total_time=60 CORPUS_DIR tests/fuzz/corpus-gguf
+ */
+#include "ggml.h"
+#include "gguf.h"
+#include "ggmlx.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void quiet(enum ggml_log_level level, const char * text, void * user_data) {
+    (void) level;
+    (void) text;
+    (void) user_data;
+}
+
+#define CHECK(cond)                                                                           \
+    do {                                                                                      \
+        if (!(cond)) {                                                                        \
+            fprintf(stderr, "fuzz-gguf: %s:%d: check failed: %s (last error: %s)\n", __FILE__, __LINE__, #cond, \
+                    ggmlx_last_error() ? ggmlx_last_error() : "none");                        \
+            abort();                                                                          \
+        }                                                                                     \
+    } while (0)
+
+/* the whole file g describes, with its tensors' data from gctx; NULL when the writer refuses */
+static uint8_t * write_whole(struct gguf_context * g, struct ggml_context * gctx, size_t * n) {
+    for (int64_t i = 0; i < gguf_get_n_tensors(g); i++) {
+        const char *         name = gguf_get_tensor_name(g, i);
+        struct ggml_tensor * t    = ggml_get_tensor(gctx, name);
+        CHECK(t != NULL);
+        gguf_set_tensor_data(g, name, t->data);
+    }
+    char * buf = NULL;
+    FILE * f   = open_memstream(&buf, n);
+    CHECK(f != NULL);
+    const bool ok = gguf_write_to_file_ptr(g, f, false);
+    CHECK(fclose(f) == 0);
+    if (!ok) {
+        free(buf);
+        return NULL;
+    }
+    /* the metadata alone is the file's start */
+    const size_t meta = gguf_get_meta_size(g);
+    CHECK(meta <= *n);
+    uint8_t * m = malloc(meta ? meta : 1);
+    CHECK(m != NULL);
+    gguf_get_meta_data(g, m);
+    CHECK(memcmp(m, buf, meta) == 0);
+    free(m);
+    return (uint8_t *) buf;
+}
+
+static void same_header(struct gguf_context * a, struct gguf_context * b) {
+    CHECK(gguf_get_n_kv(a) == gguf_get_n_kv(b));
+    CHECK(gguf_get_n_tensors(a) == gguf_get_n_tensors(b));
+    CHECK(gguf_get_alignment(a) == gguf_get_alignment(b));
+    for (int64_t i = 0; i < gguf_get_n_kv(a); i++) {
+        CHECK(strcmp(gguf_get_key(a, i), gguf_get_key(b, i)) == 0);
+        CHECK(gguf_get_kv_type(a, i) == gguf_get_kv_type(b, i));
+    }
+    for (int64_t i = 0; i < gguf_get_n_tensors(a); i++) {
+        CHECK(strcmp(gguf_get_tensor_name(a, i), gguf_get_tensor_name(b, i)) == 0);
+        CHECK(gguf_get_tensor_type(a, i) == gguf_get_tensor_type(b, i));
+        CHECK(gguf_get_tensor_size(a, i) == gguf_get_tensor_size(b, i));
+    }
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t * data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t * data, size_t size) {
+    static int once;
+    if (!once) {
+        ggml_log_set(quiet, NULL);
+        once = 1;
+    }
+    if (size == 0) {
+        return 0;
+    }
+
+    struct gguf_context * bare = gguf_init_from_buffer(data, size, (struct gguf_init_params) { .no_alloc = true });
+
+    struct ggml_context * meta_ctx = NULL;
+    struct gguf_context * meta     = gguf_init_from_buffer(data, size,
+                                                           (struct gguf_init_params) { .no_alloc = true, .ctx = &meta_ctx });
+    struct ggml_context * full_ctx = NULL;
+    struct gguf_context * full     = gguf_init_from_buffer(data, size,
+                                                           (struct gguf_init_params) { .no_alloc = false, .ctx = &full_ctx });
+
+    CHECK((bare != NULL) == (meta != NULL));
+    CHECK((bare != NULL) == (full != NULL));
+    CHECK((meta_ctx != NULL) == (meta != NULL));
+    CHECK((full_ctx != NULL) == (full != NULL));
+    if (bare == NULL) {
+        return 0;
+    }
+    same_header(bare, meta);
+    same_header(bare, full);
+    for (int64_t i = 0; i < gguf_get_n_tensors(meta); i++) {
+        struct ggml_tensor * t = ggml_get_tensor(meta_ctx, gguf_get_tensor_name(meta, i));
+        CHECK(t != NULL && t->data == NULL);
+        CHECK(ggml_nbytes(t) == gguf_get_tensor_size(meta, i));
+        CHECK(gguf_get_data_offset(meta) + gguf_get_tensor_offset(meta, i) + ggml_nbytes(t) <= size);
+    }
+
+    size_t    n1 = 0, n2 = 0;
+    uint8_t * b1 = write_whole(full, full_ctx, &n1);
+    CHECK(b1 != NULL); /* everything the reader accepts, the writer writes */
+
+    struct ggml_context * again_ctx = NULL;
+    struct gguf_context * again     = gguf_init_from_buffer(b1, n1,
+                                                            (struct gguf_init_params) { .no_alloc = false, .ctx = &again_ctx });
+    CHECK(again != NULL); /* the writer's output reads */
+    same_header(full, again);
+    uint8_t * b2 = write_whole(again, again_ctx, &n2);
+    CHECK(b2 != NULL);
+    CHECK(n1 == n2 && memcmp(b1, b2, n1) == 0);
+
+    free(b2);
+    gguf_free(again);
+    ggml_free(again_ctx);
+    free(b1);
+    gguf_free(full);
+    ggml_free(full_ctx);
+    gguf_free(meta);
+    ggml_free(meta_ctx);
+    gguf_free(bare);
+    return 0;
+}
