@@ -70,7 +70,7 @@ def declared_functions():
         text = re.sub(r'(?m)^\s*#.*$', ' ', strip_comments(read(h)))
         for m in re.finditer(r'\b(?:GGML_API|GGML_BACKEND_API)\b', text):
             rest = text[m.end():]
-            f = re.search(r'\b(ggml\w*)\s*\(', rest)
+            f = re.search(r'\b(g(?:gml|guf)\w*)\s*\(', rest)
             semi = rest.find(';')
             if f and (semi < 0 or f.start() < semi):
                 out.setdefault(f.group(1), os.path.basename(h))
@@ -222,7 +222,12 @@ def generate():
     for _, header, name in sorted(functions, key=lambda r: (r[1] != 'ggml.h', r[1], r[2])):
         if name in ours:
             n_impl += 1
-            status = 'implemented (CUDA)' if ours[name] == 'ggml-cuda.h' else 'implemented (CPU)'
+            if ours[name] == 'ggml-cuda.h':
+                status = 'implemented (CUDA)'
+            elif ours[name] == 'gguf.h':
+                status = 'implemented'  # file I/O: no device involved
+            else:
+                status = 'implemented (CPU)'
         else:
             status = 'not yet'
         tot = by_header.setdefault(header, [0, 0])

@@ -29,7 +29,7 @@ INCLUDE = os.path.join(ROOT, 'include')
 OUT = os.path.join(ROOT, 'tests', 'test-abi.c')
 
 # Headers in the order they are included; only those present in include/ are used.
-HEADERS = ['ggml.h', 'ggml-cpu.h', 'ggml-backend.h', 'ggml-alloc.h', 'ggml-cuda.h']
+HEADERS = ['ggml.h', 'ggml-cpu.h', 'ggml-backend.h', 'ggml-alloc.h', 'ggml-cuda.h', 'gguf.h']
 
 # Our library only defines ggml-cuda.h's functions in CUDA builds; its constants and enums are
 # still checked whenever the header exists.
@@ -79,7 +79,7 @@ def declared_functions(header_text):
     out = {}
     for m in re.finditer(r'\b(?:GGML_API|GGML_BACKEND_API)\b', text):
         rest = text[m.end():]
-        f = re.search(r'\b(ggml\w*)\s*\(', rest)
+        f = re.search(r'\b(g(?:gml|guf)\w*)\s*\(', rest)
         semi = rest.find(';')
         if not f or (semi >= 0 and f.start() > semi):
             continue

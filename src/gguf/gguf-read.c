@@ -400,8 +400,9 @@ static bool check_offsets(struct rd * r, struct gguf_context * ctx, const uint64
 static bool make_ggml_ctx(struct rd * r, struct gguf_context * ctx, struct gguf_init_params params) {
     const size_t overhead = ggml_tensor_overhead();
     size_t       mem;
+    /* room for the blob's own padding to GGML_MEM_ALIGN in the ggml context */
     if (__builtin_mul_overflow(ctx->n_info + 1, overhead, &mem) ||
-        (!params.no_alloc && __builtin_add_overflow(mem, ctx->size, &mem))) {
+        (!params.no_alloc && __builtin_add_overflow(mem, ctx->size + GGML_MEM_ALIGN, &mem))) {
         ggmlx_error(r->func, "out of memory: the ggml context would exceed SIZE_MAX");
         return false;
     }
@@ -548,7 +549,7 @@ static struct gguf_context * gguf_read(struct rd * r, struct gguf_init_params pa
     /* with no tensors there is no data section and no padding to skip (as upstream) */
     ctx->offset = (size_t) r->pos;
     if (ctx->n_info > 0) {
-        uint64_t start;
+        uint64_t start = UINT64_MAX; /* stays so when padding overflows */
         if (!gguf_pad(r->pos, ctx->alignment, &start) || start > r->size) {
             ggmlx_error(r->func, "data section starts at byte %" PRIu64 " (the tensor infos end at byte %" PRIu64
                         ", aligned to %zu), past the end of the input (%" PRIu64 " bytes)", start, r->pos,
