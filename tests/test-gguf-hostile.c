@@ -723,3 +723,49 @@ Test(gguf_hostile, the_last_tensor_may_lack_its_padding) {
     gguf_free(g);
     craft_free(&c);
 }
+
+/* ---- found by fuzz-gguf; open in src/gguf when written (each fails until it is fixed) ------- */
+
+Test(gguf_hostile, known_bug_an_empty_tensor_keeps_its_shape_through_the_writer) {
+    /* [4, 0] has no elements; the writer wrote n_dims = ggml_n_dims = 1, i.e. [4]: 16 bytes the
+     * data section does not have, so its own output did not read back */
+    struct craft c = { 0 };
+    struct one_tensor t = { .name = "t", .n_dims = 2, .ne = { 4, 0 }, .type = GGML_TYPE_F32 };
+    craft_one_tensor(&c, &t);
+    struct gguf_context * g = expect_read(&c);
+    char * buf = NULL;
+    size_t n   = 0;
+    FILE * f   = open_memstream(&buf, &n);
+    cr_assert_not_null(f);
+    cr_assert(gguf_write_to_file_ptr(g, f, false), "%s", ggmlx_last_error());
+    fclose(f);
+    struct gguf_context * again = gguf_init_from_buffer(buf, n, (struct gguf_init_params) { .no_alloc = true });
+    cr_assert_not_null(again, "KNOWN BUG (src/gguf/gguf-write.c, n_dims from ggml_n_dims): the writer's own output "
+                              "does not read: %s", ggmlx_last_error());
+    const int64_t * ne = gguf_get_tensor_ne(again, 0);
+    cr_assert(ne[0] == 4 && ne[1] == 0, "the shape survives: [%lld, %lld]", (long long) ne[0], (long long) ne[1]);
+    gguf_free(again);
+    gguf_free(g);
+    free(buf);
+    craft_free(&c);
+}
+
+Test(gguf_hostile, known_bug_an_empty_tensor_with_a_huge_row_reads_the_same_every_way) {
+    /* [2954361355555045380, 0] f32: no elements, so no bytes; read without a ggml context it was
+     * accepted, with one ggml_new_tensor refused it ("too large"): one file, two answers */
+    struct craft c = { 0 };
+    struct one_tensor t = { .name = "z", .n_dims = 2, .ne = { 2954361355555045380LL, 0 }, .type = GGML_TYPE_F32 };
+    craft_one_tensor(&c, &t);
+    struct gguf_context * bare = gguf_init_from_buffer(c.b, c.n, (struct gguf_init_params) { .no_alloc = true });
+    struct ggml_context * gctx = NULL;
+    struct gguf_context * with = gguf_init_from_buffer(c.b, c.n, (struct gguf_init_params) { .no_alloc = true,
+                                                                                             .ctx = &gctx });
+    const bool same = (bare == NULL) == (with == NULL);
+    gguf_free(bare);
+    gguf_free(with);
+    ggml_free(gctx);
+    craft_free(&c);
+    cr_assert(same, "KNOWN BUG (src/gguf/gguf-read.c, rd_info: strides above INT64_MAX pass when a later dimension is "
+                    "0): read without a context %s, with one %s",
+              bare ? "succeeds" : "fails", with ? "succeeds" : "fails");
+}

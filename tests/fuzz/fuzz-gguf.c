@@ -14,6 +14,7 @@
 #include "gguf.h"
 #include "ggmlx.h"
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -77,6 +78,27 @@ static void same_header(struct gguf_context * a, struct gguf_context * b) {
     }
 }
 
+/*
+ * FUZZ_GGUF_SKIP_EMPTY_TENSORS=1 leaves out the checks below for files holding a tensor with no
+ * elements, for a long run to look past two known bugs until they are fixed: the writer drops a
+ * zero dimension that follows the last one above 1 (as upstream's ggml_n_dims does), and such a
+ * tensor with a huge other dimension reads without a ggml context but not with one.
+ */
+static bool known_bug(const struct gguf_context * g) {
+    static int skip = -1;
+    if (skip < 0) {
+        const char * e = getenv("FUZZ_GGUF_SKIP_EMPTY_TENSORS");
+        skip           = e != NULL && e[0] == '1';
+    }
+    for (int64_t i = 0; skip && i < gguf_get_n_tensors(g); i++) {
+        const int64_t * ne = gguf_get_tensor_ne(g, i);
+        if (ne[0] * ne[1] * ne[2] * ne[3] == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t * data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t * data, size_t size) {
@@ -98,6 +120,14 @@ int LLVMFuzzerTestOneInput(const uint8_t * data, size_t size) {
     struct gguf_context * full     = gguf_init_from_buffer(data, size,
                                                            (struct gguf_init_params) { .no_alloc = false, .ctx = &full_ctx });
 
+    if (bare != NULL && known_bug(bare)) {
+        gguf_free(bare);
+        gguf_free(meta);
+        ggml_free(meta_ctx);
+        gguf_free(full);
+        ggml_free(full_ctx);
+        return 0;
+    }
     CHECK((bare != NULL) == (meta != NULL));
     CHECK((bare != NULL) == (full != NULL));
     CHECK((meta_ctx != NULL) == (meta != NULL));
