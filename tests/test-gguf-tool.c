@@ -95,7 +95,7 @@ Test(gguf_tool, json_holds_the_same) {
     run_tool(&r, "--json", path);
     unlink(path);
     cr_assert_eq(r.status, 0, "%s", r.out);
-    expect_in(&r, "\"version\": 3, \"n_tensors\": 2, \"n_kv\": 3, \"alignment\": 32, \"data_offset\": 160");
+    expect_in(&r, "\"version\": 3, \"n_tensors\": 2, \"n_kv\": 3, \"alignment\": 32, \"data_offset\": 352");
     expect_in(&r, "{\"key\": \"general.architecture\", \"type\": \"str\", \"value\": \"llama\"}");
     expect_in(&r, "\"type\": \"arr\", \"element_type\": \"f32\", \"n\": 20, \"values\": [0, 0.5, 1, 1.5, 2, 2.5, 3, 3.5]}");
     expect_in(&r, "\"value\": \"a\\ufffd\\\"b\"");
