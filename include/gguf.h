@@ -17,8 +17,9 @@
  *
  * Where ggmlx differs from upstream (docs/errors.md): a file is untrusted input. The readers check
  * every count, length, type, shape and offset against the bytes really there and against overflow
- * before they allocate or read, and refuse what upstream lets through (tensors that overlap, keys
- * or names with invalid UTF-8). Nothing here aborts the process: where upstream asserts (a wrong
+ * before they allocate or read, and refuse a little more than upstream (keys and tensor names that
+ * are not UTF-8 or hold a NUL byte; tensors outside the input even when their data is not read):
+ * docs/gguf.md lists every rule. Nothing here aborts the process: where upstream asserts (a wrong
  * type for a getter, a key id out of range, a duplicate tensor name), the function returns NULL,
  * 0, -1, false or does nothing, and the reason, naming the field and, when reading, the byte
  * offset in the file, is logged and kept in ggmlx_last_error() (include/ggmlx.h).

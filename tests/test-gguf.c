@@ -467,3 +467,191 @@ Test(gguf, huge_counts_in_a_tiny_file_fail_at_once) {
     cr_assert_not_null(strstr(ggmlx_last_error(), "at byte 16"), "%s", ggmlx_last_error());
     ASSERT_ERROR();
 }
+
+struct chunked {
+    const uint8_t * data;
+    size_t          size;
+    size_t          max_len; /* the largest len the reader asked for */
+};
+
+static size_t chunked_read(void * ud, void * out, uint64_t offset, size_t len) {
+    struct chunked * c = ud;
+    if (len > c->max_len) {
+        c->max_len = len;
+    }
+    if (offset >= c->size) {
+        return 0;
+    }
+    const size_t n = len < c->size - offset ? len : (size_t) (c->size - offset);
+    memcpy(out, c->data + offset, n);
+    return n;
+}
+
+/* a file with a tensor, its bytes, and a reader through a callback and through a FILE at an offset */
+Test(gguf, callback_and_file_ptr_readers_agree) {
+    struct ggml_context * src = ggml_init((struct ggml_init_params) { 1 << 16, NULL, false });
+    struct ggml_tensor * a = ggml_new_tensor_1d(src, GGML_TYPE_F32, 33);
+    ggml_set_name(a, "a");
+    for (int i = 0; i < 33; i++) {
+        ((float *) a->data)[i] = (float) i;
+    }
+    struct gguf_context * ctx = gguf_init_empty();
+    gguf_set_val_str(ctx, "k", "v");
+    gguf_add_tensor(ctx, a);
+    char path[64];
+    tmp_path(path, sizeof path);
+    cr_assert(gguf_write_to_file(ctx, path, false));
+    size_t n;
+    uint8_t * bytes = file_bytes(path, &n);
+
+    struct chunked c = { bytes, n, 0 };
+    struct ggml_context * g = NULL;
+    struct gguf_context * b = gguf_init_from_callback(chunked_read, &c, 7, n, (struct gguf_init_params) { false, &g });
+    cr_assert_not_null(b, "%s", ggmlx_last_error());
+    cr_assert_leq(c.max_len, 7, "no read larger than max_chunk_read");
+    cr_assert_str_eq(gguf_get_val_str(b, 0), "v");
+    cr_assert_arr_eq(ggml_get_tensor(g, "a")->data, a->data, 33 * sizeof(float));
+    ggml_free(g);
+    gguf_free(b);
+
+    /* told a size one byte short, the callback reader refuses the file */
+    c.max_len = 0;
+    cr_assert_null(gguf_init_from_callback(chunked_read, &c, 0, gguf_get_meta_size(ctx) - 1,
+                                           (struct gguf_init_params) { true, NULL }));
+    ASSERT_ERROR();
+
+    /* a GGUF stream that starts 100 bytes into a file: offsets count from where reading started */
+    FILE * f = tmpfile();
+    cr_assert_not_null(f);
+    uint8_t junk[100];
+    memset(junk, 0xAB, sizeof junk);
+    cr_assert_eq(fwrite(junk, 1, sizeof junk, f), sizeof junk);
+    cr_assert_eq(fwrite(bytes, 1, n, f), n);
+    cr_assert_eq(fseek(f, 100, SEEK_SET), 0);
+    g = NULL;
+    b = gguf_init_from_file_ptr(f, (struct gguf_init_params) { false, &g });
+    cr_assert_not_null(b, "%s", ggmlx_last_error());
+    cr_assert_eq(gguf_get_data_offset(b), gguf_get_meta_size(ctx));
+    cr_assert_arr_eq(ggml_get_tensor(g, "a")->data, a->data, 33 * sizeof(float));
+    fclose(f);
+    ggml_free(g);
+    gguf_free(b);
+
+    cr_assert_null(gguf_init_from_file("/nonexistent/dir/x.gguf", (struct gguf_init_params) { true, NULL }));
+    ASSERT_ERROR();
+    free(bytes);
+    gguf_free(ctx);
+    ggml_free(src);
+    unlink(path);
+}
+
+/* every function that takes a context answers a NULL one with an error, never a crash */
+Test(gguf, null_context_everywhere) {
+    const struct gguf_context * c = NULL;
+    struct gguf_context * m = NULL;
+    struct gguf_init_params p = { true, NULL };
+#define NULL_ERR(expr)                                                                        \
+    do {                                                                                      \
+        expr;                                                                                 \
+        cr_assert_not_null(ggmlx_last_error(), "%s records an error", #expr);                 \
+        ggmlx_clear_last_error();                                                             \
+    } while (0)
+    NULL_ERR(cr_assert_null(gguf_init_from_file_ptr(NULL, p)));
+    NULL_ERR(cr_assert_null(gguf_init_from_file(NULL, p)));
+    NULL_ERR(cr_assert_null(gguf_init_from_buffer(NULL, 10, p)));
+    NULL_ERR(cr_assert_null(gguf_init_from_buffer("GGUF", 0, p)));
+    NULL_ERR(cr_assert_null(gguf_init_from_callback(NULL, NULL, 0, 100, p)));
+    gguf_free(NULL);
+    NULL_ERR(cr_assert_eq(gguf_get_version(c), 0));
+    NULL_ERR(cr_assert_eq(gguf_get_alignment(c), 0));
+    NULL_ERR(cr_assert_eq(gguf_get_data_offset(c), 0));
+    NULL_ERR(cr_assert_eq(gguf_get_n_kv(c), 0));
+    NULL_ERR(cr_assert_eq(gguf_find_key(c, "k"), -1));
+    NULL_ERR(cr_assert_null(gguf_get_key(c, 0)));
+    NULL_ERR((void) gguf_get_kv_type(c, 0));
+    NULL_ERR((void) gguf_get_arr_type(c, 0));
+    NULL_ERR(cr_assert_eq(gguf_get_val_u8(c, 0), 0));
+    NULL_ERR(cr_assert_eq(gguf_get_val_i8(c, 0), 0));
+    NULL_ERR(cr_assert_eq(gguf_get_val_u16(c, 0), 0));
+    NULL_ERR(cr_assert_eq(gguf_get_val_i16(c, 0), 0));
+    NULL_ERR(cr_assert_eq(gguf_get_val_u32(c, 0), 0));
+    NULL_ERR(cr_assert_eq(gguf_get_val_i32(c, 0), 0));
+    NULL_ERR(cr_assert_eq(gguf_get_val_f32(c, 0), 0));
+    NULL_ERR(cr_assert_eq(gguf_get_val_u64(c, 0), 0));
+    NULL_ERR(cr_assert_eq(gguf_get_val_i64(c, 0), 0));
+    NULL_ERR(cr_assert_eq(gguf_get_val_f64(c, 0), 0));
+    NULL_ERR(cr_assert_not(gguf_get_val_bool(c, 0)));
+    NULL_ERR(cr_assert_null(gguf_get_val_str(c, 0)));
+    NULL_ERR(cr_assert_null(gguf_get_val_data(c, 0)));
+    NULL_ERR(cr_assert_eq(gguf_get_arr_n(c, 0), 0));
+    NULL_ERR(cr_assert_null(gguf_get_arr_data(c, 0)));
+    NULL_ERR(cr_assert_null(gguf_get_arr_str(c, 0, 0)));
+    NULL_ERR(cr_assert_eq(gguf_get_n_tensors(c), 0));
+    NULL_ERR(cr_assert_eq(gguf_find_tensor(c, "t"), -1));
+    NULL_ERR(cr_assert_eq(gguf_get_tensor_offset(c, 0), 0));
+    NULL_ERR(cr_assert_null(gguf_get_tensor_name(c, 0)));
+    NULL_ERR(cr_assert_null(gguf_get_tensor_ne(c, 0)));
+    NULL_ERR((void) gguf_get_tensor_type(c, 0));
+    NULL_ERR(cr_assert_eq(gguf_get_tensor_size(c, 0), 0));
+    NULL_ERR(cr_assert_eq(gguf_remove_key(m, "k"), -1));
+    NULL_ERR(gguf_set_val_u8(m, "k", 1));
+    NULL_ERR(gguf_set_val_i8(m, "k", 1));
+    NULL_ERR(gguf_set_val_u16(m, "k", 1));
+    NULL_ERR(gguf_set_val_i16(m, "k", 1));
+    NULL_ERR(gguf_set_val_u32(m, "k", 1));
+    NULL_ERR(gguf_set_val_i32(m, "k", 1));
+    NULL_ERR(gguf_set_val_f32(m, "k", 1));
+    NULL_ERR(gguf_set_val_u64(m, "k", 1));
+    NULL_ERR(gguf_set_val_i64(m, "k", 1));
+    NULL_ERR(gguf_set_val_f64(m, "k", 1));
+    NULL_ERR(gguf_set_val_bool(m, "k", true));
+    NULL_ERR(gguf_set_val_str(m, "k", "v"));
+    NULL_ERR(gguf_set_arr_data(m, "k", GGUF_TYPE_UINT8, "x", 1));
+    NULL_ERR(gguf_set_arr_str(m, "k", NULL, 0));
+    NULL_ERR(gguf_set_kv(m, c));
+    NULL_ERR(gguf_add_tensor(m, NULL));
+    NULL_ERR(gguf_set_tensor_type(m, "t", GGML_TYPE_F32));
+    NULL_ERR(gguf_set_tensor_data(m, "t", NULL));
+    NULL_ERR(cr_assert_not(gguf_write_to_file_ptr(c, stdout, false)));
+    NULL_ERR(cr_assert_not(gguf_write_to_file(c, "/tmp/never-written.gguf", false)));
+    NULL_ERR(cr_assert_eq(gguf_get_meta_size(c), 0));
+    NULL_ERR(gguf_get_meta_data(c, NULL));
+#undef NULL_ERR
+}
+
+/* read with its data, the context writes the same file again, byte for byte */
+Test(gguf, a_context_read_with_data_writes_the_same_file) {
+    struct ggml_context * src = ggml_init((struct ggml_init_params) { 1 << 16, NULL, false });
+    struct ggml_tensor * a = ggml_new_tensor_2d(src, GGML_TYPE_F16, 6, 5);
+    struct ggml_tensor * b = ggml_new_tensor_1d(src, GGML_TYPE_F32, 3);
+    ggml_set_name(a, "a");
+    ggml_set_name(b, "b");
+    for (size_t i = 0; i < ggml_nbytes(a); i++) {
+        ((uint8_t *) a->data)[i] = (uint8_t) (i * 7);
+    }
+    for (size_t i = 0; i < ggml_nbytes(b); i++) {
+        ((uint8_t *) b->data)[i] = (uint8_t) (i * 13 + 1);
+    }
+    struct gguf_context * ctx = gguf_init_empty();
+    gguf_set_val_u32(ctx, GGUF_KEY_GENERAL_ALIGNMENT, 64);
+    gguf_add_tensor(ctx, a);
+    gguf_add_tensor(ctx, b);
+    char path[64], path2[64];
+    struct ggml_context * g = NULL;
+    struct gguf_context * back = write_and_read(ctx, path, sizeof path, &g, false);
+    tmp_path(path2, sizeof path2);
+    cr_assert(gguf_write_to_file(back, path2, false), "%s", ggmlx_last_error());
+    size_t n1, n2;
+    uint8_t * f1 = file_bytes(path, &n1);
+    uint8_t * f2 = file_bytes(path2, &n2);
+    cr_assert_eq(n1, n2);
+    cr_assert_arr_eq(f1, f2, n1);
+    free(f1);
+    free(f2);
+    ggml_free(g);
+    gguf_free(back);
+    gguf_free(ctx);
+    ggml_free(src);
+    unlink(path);
+    unlink(path2);
+}

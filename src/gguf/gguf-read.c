@@ -14,8 +14,8 @@
  *   truncated                  a field needs more bytes than the input has left
  *   magic                      the first 4 bytes are not "GGUF"
  *   version                    0, 1 (GGUFv1), above 3, or byte-swapped ("byte order")
- *   tensor count               negative, or more tensor infos than the bytes left can hold
- *   key count                  negative, or more pairs than the bytes left can hold
+ *   tensor count               "is negative", or more tensor infos than the bytes left can hold
+ *   key count                  "is negative", or more pairs than the bytes left can hold
  *   string length              longer than the bytes left (or than 1 GiB)
  *   empty key                  a key of length 0
  *   invalid UTF-8              in a key or a tensor name (string values are not checked: see below)
@@ -132,7 +132,7 @@ static bool rd_str(struct rd * r, struct gguf_str * out, bool identifier, const 
             goto err_s;
         }
         if (!gguf_utf8_valid(s, (size_t) len)) {
-            ggmlx_error(r->func, "%s (at byte %" PRIu64 ") is not valid UTF-8 (invalid UTF-8)", what, at);
+            ggmlx_error(r->func, "%s (at byte %" PRIu64 "): invalid UTF-8", what, at);
             goto err_s;
         }
     }
@@ -443,6 +443,8 @@ static bool make_ggml_ctx(struct rd * r, struct gguf_context * ctx, struct gguf_
         ggml_set_name(t, ti->name);
         if (blob) {
             t->data = blob + ctx->info[i].offset;
+            /* so that the context can be written back as it was read (upstream cannot) */
+            ctx->info[i].t.data = t->data;
         }
     }
     ggml_set_no_alloc(gctx, params.no_alloc);
@@ -495,12 +497,17 @@ static struct gguf_context * gguf_read(struct rd * r, struct gguf_init_params pa
     if (!rd_i64(r, &n_tensors, "tensor count") || !rd_i64(r, &n_kv, "key count")) {
         goto err_ctx;
     }
-    if (n_tensors < 0 || (uint64_t) n_tensors > rd_left(r) / GGUF_MIN_INFO_BYTES) {
+    if (n_tensors < 0 || n_kv < 0) {
+        ggmlx_error(r->func, "%s %" PRId64 " (at byte %d) is negative", n_tensors < 0 ? "tensor count" : "key count",
+                    n_tensors < 0 ? n_tensors : n_kv, n_tensors < 0 ? 8 : 16);
+        goto err_ctx;
+    }
+    if ((uint64_t) n_tensors > rd_left(r) / GGUF_MIN_INFO_BYTES) {
         ggmlx_error(r->func, "tensor count %" PRId64 " (at byte 8) does not fit: each tensor info takes at least %d "
                     "bytes and the input has %" PRIu64 " left", n_tensors, GGUF_MIN_INFO_BYTES, rd_left(r));
         goto err_ctx;
     }
-    if (n_kv < 0 || (uint64_t) n_kv > (rd_left(r) - (uint64_t) n_tensors * GGUF_MIN_INFO_BYTES) / GGUF_MIN_KV_BYTES) {
+    if ((uint64_t) n_kv > (rd_left(r) - (uint64_t) n_tensors * GGUF_MIN_INFO_BYTES) / GGUF_MIN_KV_BYTES) {
         ggmlx_error(r->func, "key count %" PRId64 " (at byte 16) does not fit: each pair takes at least %d bytes and "
                     "the input has %" PRIu64 " left", n_kv, GGUF_MIN_KV_BYTES, rd_left(r));
         goto err_ctx;
