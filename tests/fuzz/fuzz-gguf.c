@@ -1,9 +1,9 @@
 /*
  * fuzz-gguf.c -- libFuzzer target for the GGUF reader and writer (GGML_BUILD_FUZZ=ON, clang).
  *
- * Each input is read from memory three ways (no ggml context; one with no_alloc; one with the
- * data section read): the three must agree on whether the input is a GGUF file, and what they
- * read must hold together. A file that reads is then written back whole and read again, and the
+ * Each input is read four ways (from memory without a ggml context, with one and no_alloc, with
+ * one and the data section read; through the callback reader 7 bytes a call): all must agree on
+ * whether the input is a GGUF file, and what they read must hold together. A file that reads is then written back whole and read again, and the
  * second writing must give the same bytes as the first (the writer's output is a fixed point
  * of read-then-write), with gguf_get_meta_size/gguf_get_meta_data matching the file's start.
  * Any disagreement aborts, which libFuzzer reports as a crash with the input saved.
@@ -109,6 +109,22 @@ static bool known_bug(const struct gguf_context * g) {
     return false;
 }
 
+/* the callback reader over the input, a few bytes a call, so reads that straddle chunks are tried */
+struct chunks {
+    const uint8_t * data;
+    size_t          size;
+};
+
+static size_t read_chunk(void * ud, void * out, uint64_t offset, size_t len) {
+    const struct chunks * c = ud;
+    if (offset >= c->size) {
+        return 0;
+    }
+    const size_t n = len < c->size - offset ? len : (size_t) (c->size - offset);
+    memcpy(out, c->data + offset, n);
+    return n;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t * data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t * data, size_t size) {
@@ -137,6 +153,14 @@ int LLVMFuzzerTestOneInput(const uint8_t * data, size_t size) {
         gguf_free(full);
         ggml_free(full_ctx);
         return 0;
+    }
+    struct chunks         src   = { data, size };
+    struct gguf_context * chunk = gguf_init_from_callback(read_chunk, &src, 7, size,
+                                                          (struct gguf_init_params) { .no_alloc = true });
+    CHECK((bare != NULL) == (chunk != NULL));
+    if (chunk != NULL) {
+        same_header(bare, chunk);
+        gguf_free(chunk);
     }
     CHECK((bare != NULL) == (meta != NULL));
     CHECK((bare != NULL) == (full != NULL));
