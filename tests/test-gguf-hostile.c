@@ -783,3 +783,16 @@ Test(gguf_hostile, known_bug_a_small_file_without_tensors_writes_back_small) {
     cr_assert_lt(meta, 4096, "KNOWN BUG (src/gguf/gguf-write.c: pads the metadata even with no tensors): "
                              "the metadata of a 60-byte file takes %zu bytes", meta);
 }
+
+Test(gguf_hostile, known_bug_alignment_messages_name_the_byte) {
+    /* every refusal names the byte where its field lies; the general.alignment ones did not */
+    struct craft c = { 0 };
+    craft_alignment_file(&c, 48);
+    struct gguf_context * g = gguf_init_from_buffer(c.b, c.n, (struct gguf_init_params) { .no_alloc = true });
+    cr_assert_null(g);
+    const char * msg = ggmlx_last_error();
+    cr_assert_not_null(msg);
+    cr_assert_not_null(strstr(msg, "byte "), "KNOWN BUG (src/gguf/gguf-read.c, check_alignment): no byte offset: %s",
+                       msg);
+    craft_free(&c);
+}
