@@ -239,7 +239,7 @@ Test(gguf_hostile, a_header_cut_short_is_refused) {
 Test(gguf_hostile, a_negative_tensor_count_is_refused) {
     struct craft c = { 0 };
     craft_header(&c, 3, -1, 0);
-    expect_refused(&c, "tensor count", 8);
+    expect_refused(&c, "is negative", 8); /* not merely "does not fit", which -1 as unsigned would */
 }
 
 Test(gguf_hostile, tensor_count_overflow) {
@@ -256,7 +256,7 @@ Test(gguf_hostile, tensor_count_overflow) {
 Test(gguf_hostile, a_negative_kv_count_is_refused) {
     struct craft c = { 0 };
     craft_header(&c, 3, 0, INT64_MIN);
-    expect_refused(&c, "key count", 16);
+    expect_refused(&c, "is negative", 16);
 }
 
 Test(gguf_hostile, a_kv_count_larger_than_the_file_is_refused_before_allocating) {
