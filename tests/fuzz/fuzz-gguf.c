@@ -175,7 +175,11 @@ int LLVMFuzzerTestOneInput(const uint8_t * data, size_t size) {
         struct ggml_tensor * t = ggml_get_tensor(meta_ctx, gguf_get_tensor_name(meta, i));
         CHECK(t != NULL && t->data == NULL);
         CHECK(ggml_nbytes(t) == gguf_get_tensor_size(meta, i));
-        CHECK(gguf_get_data_offset(meta) + gguf_get_tensor_offset(meta, i) + ggml_nbytes(t) <= size);
+        const size_t at = gguf_get_data_offset(meta) + gguf_get_tensor_offset(meta, i);
+        CHECK(at + ggml_nbytes(t) <= size);
+        /* with the data read, each tensor holds its bytes of the input */
+        const struct ggml_tensor * ft = ggml_get_tensor(full_ctx, gguf_get_tensor_name(meta, i));
+        CHECK(ft != NULL && (ggml_nbytes(ft) == 0 || memcmp(ft->data, data + at, ggml_nbytes(ft)) == 0));
     }
 
     size_t    n1 = 0, n2 = 0;
