@@ -8,7 +8,8 @@
  * of read-then-write), with gguf_get_meta_size/gguf_get_meta_data matching the file's start.
  * Any disagreement aborts, which libFuzzer reports as a crash with the input saved.
  *
- *   fuzz-gguf -max_total_time=60 CORPUS_DIR tests/fuzz/corpus-gguf
+ *   fuzz-gguf -max_total_time=60 -dict=tests/fuzz/gguf.dict NEW_CORPUS_DIR tests/fuzz/corpus-gguf
+ * (libFuzzer adds what it finds to the first directory: keep the seed corpus second)
  */
 #include "ggml.h"
 #include "gguf.h"
