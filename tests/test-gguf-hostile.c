@@ -1,9 +1,10 @@
 /*
  * test-gguf-hostile.c -- a GGUF file is untrusted input. Each test crafts one file that breaks
- * one rule of the reader and checks that every way of reading it (from a path and from memory;
- * without a ggml context, with one and no_alloc, with one and the data read) answers NULL, leaves
- * *ctx NULL, logs an error and records a message that names the field and the byte where it
- * lies. Leaks are the sanitizer build's to find (ASan's leak check runs at each test's exit).
+ * one rule of the reader and checks that every way of reading it (from a path, from memory and
+ * through the callback reader 3 bytes a call; each without a ggml context, with one and no_alloc,
+ * with one and the data read) answers NULL, leaves *ctx NULL, logs an error and records a message
+ * that names the field and the byte where it lies. Leaks are the sanitizer build's to find
+ * (ASan's leak check runs at each test's exit).
  *
  * Each broken file differs from a good one by the one field its test is named for; the good one
  * is read in good_file_reads_every_way (and next to several rules), so a file is refused for the
@@ -42,15 +43,29 @@ static bool names_byte(const char * msg, uint64_t at) {
     return false;
 }
 
-enum how { FROM_FILE, FROM_BUFFER };
+enum how { FROM_FILE, FROM_BUFFER, FROM_CALLBACK };
+static const char * how_name[] = { "file", "buffer", "callback" };
+
+/* the callback reader over c, 3 bytes a call at most (so fields straddle calls) */
+static size_t read_craft(void * ud, void * out, uint64_t offset, size_t len) {
+    const struct craft * c = ud;
+    if (offset >= c->n) {
+        return 0;
+    }
+    size_t n = c->n - (size_t) offset < len ? c->n - (size_t) offset : len;
+    memcpy(out, c->b + offset, n);
+    return n;
+}
 
 static struct gguf_context * read_as(enum how how, const struct craft * c, const char * path, bool with_ctx,
                                      bool no_alloc, struct ggml_context ** gctx) {
     struct gguf_init_params p = { .no_alloc = no_alloc, .ctx = with_ctx ? gctx : NULL };
-    if (how == FROM_FILE) {
-        return gguf_init_from_file(path, p);
+    switch (how) {
+        case FROM_FILE: return gguf_init_from_file(path, p);
+        case FROM_BUFFER: return gguf_init_from_buffer(c->b, c->n, p);
+        case FROM_CALLBACK: return gguf_init_from_callback(read_craft, (void *) c, 3, c->n, p);
     }
-    return gguf_init_from_buffer(c->b, c->n, p);
+    return NULL;
 }
 
 /*
@@ -62,7 +77,7 @@ static void expect_refused(struct craft * c, const char * word, uint64_t at) {
     char path[64];
     cr_assert_eq(craft_write_tmp(c, c->n, path), 0, "temporary file");
     static const struct { bool with_ctx, no_alloc; } modes[] = { { false, true }, { true, true }, { true, false } };
-    for (int how = FROM_FILE; how <= FROM_BUFFER; how++) {
+    for (int how = FROM_FILE; how <= FROM_CALLBACK; how++) {
         if (how == FROM_BUFFER && c->n == 0) {
             continue; /* an empty buffer is its own error ("size is 0") */
         }
@@ -71,7 +86,7 @@ static void expect_refused(struct craft * c, const char * word, uint64_t at) {
             ggmlx_clear_last_error();
             g_n_errors = 0;
             struct gguf_context * g = read_as((enum how) how, c, path, modes[m].with_ctx, modes[m].no_alloc, &gctx);
-            const char * how_s = how == FROM_FILE ? "file" : "buffer";
+            const char * how_s = how_name[how];
             if (g != NULL) {
                 gguf_free(g);
                 if (modes[m].with_ctx) {
@@ -102,11 +117,11 @@ static void expect_refused(struct craft * c, const char * word, uint64_t at) {
 static struct gguf_context * expect_read(const struct craft * c) {
     char path[64];
     cr_assert_eq(craft_write_tmp(c, c->n, path), 0, "temporary file");
-    for (int how = FROM_FILE; how <= FROM_BUFFER; how++) {
+    for (int how = FROM_FILE; how <= FROM_CALLBACK; how++) {
         for (int na = 0; na <= 1; na++) {
             struct ggml_context * gctx = NULL;
             struct gguf_context * g    = read_as((enum how) how, c, path, true, na, &gctx);
-            cr_assert_not_null(g, "read (%s, no_alloc %d): %s", how == FROM_FILE ? "file" : "buffer", na,
+            cr_assert_not_null(g, "read (%s, no_alloc %d): %s", how_name[how], na,
                                ggmlx_last_error());
             cr_assert_not_null(gctx);
             gguf_free(g);
@@ -721,6 +736,41 @@ Test(gguf_hostile, the_last_tensor_may_lack_its_padding) {
     struct gguf_context * g = expect_read(&c);
     cr_assert_eq(gguf_get_tensor_size(g, 0), 12);
     gguf_free(g);
+    craft_free(&c);
+}
+
+Test(gguf_hostile, a_file_read_from_its_position_counts_bytes_from_there) {
+    /* gguf_init_from_file_ptr reads from the current position to the end: 100 bytes of junk
+     * before a file with a bad key count change neither the verdict nor the byte named */
+    struct craft c = { 0 };
+    craft_fill(&c, 100, 0xAA);
+    craft_header(&c, 3, 0, (int64_t) 1 << 40);
+    char path[64];
+    cr_assert_eq(craft_write_tmp(&c, c.n, path), 0);
+    FILE * f = fopen(path, "rb");
+    cr_assert_not_null(f);
+    cr_assert_eq(fseek(f, 100, SEEK_SET), 0);
+    struct ggml_context * gctx = NULL;
+    cr_assert_null(gguf_init_from_file_ptr(f, (struct gguf_init_params) { .no_alloc = true, .ctx = &gctx }));
+    cr_assert_null(gctx);
+    cr_assert(names_byte(ggmlx_last_error(), 16), "%s", ggmlx_last_error());
+    cr_assert_not_null(strstr(ggmlx_last_error(), "key count"));
+    fclose(f);
+    unlink(path);
+    craft_free(&c);
+
+    craft_fill(&c, 100, 0xAA);
+    craft_header(&c, 3, 0, 1);
+    craft_kv_u32(&c, "k", 5);
+    cr_assert_eq(craft_write_tmp(&c, c.n, path), 0);
+    f = fopen(path, "rb");
+    cr_assert_eq(fseek(f, 100, SEEK_SET), 0);
+    struct gguf_context * g = gguf_init_from_file_ptr(f, (struct gguf_init_params) { .no_alloc = true });
+    cr_assert_not_null(g, "%s", ggmlx_last_error());
+    cr_assert_eq(gguf_get_val_u32(g, 0), 5);
+    gguf_free(g);
+    fclose(f);
+    unlink(path);
     craft_free(&c);
 }
 
