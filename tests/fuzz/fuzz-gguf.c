@@ -3,9 +3,11 @@
  *
  * Each input is read four ways (from memory without a ggml context, with one and no_alloc, with
  * one and the data section read; through the callback reader 7 bytes a call): all must agree on
- * whether the input is a GGUF file, and what they read must hold together. A file that reads is then written back whole and read again, and the
- * second writing must give the same bytes as the first (the writer's output is a fixed point
- * of read-then-write), with gguf_get_meta_size/gguf_get_meta_data matching the file's start.
+ * whether the input is a GGUF file, and what they read must hold together (each tensor read with
+ * its data holds its bytes of the input). A file that reads is then written back whole and read
+ * again, and the second writing must give the same bytes as the first (the writer's output is a
+ * fixed point of read-then-write), with gguf_get_meta_size/gguf_get_meta_data matching the
+ * file's start.
  * Any disagreement aborts, which libFuzzer reports as a crash with the input saved.
  *
  *   fuzz-gguf -max_total_time=60 -dict=tests/fuzz/gguf.dict NEW_CORPUS_DIR tests/fuzz/corpus-gguf
