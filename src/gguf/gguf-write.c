@@ -87,8 +87,15 @@ bool gguf_write_meta(const struct gguf_context * ctx, struct gguf_buf * buf, con
     for (size_t i = 0; i < ctx->n_info; i++) {
         const struct gguf_tensor_info * info = &ctx->info[i];
         buf_str(buf, info->t.name, strlen(info->t.name));
-        /* trailing dimensions of 1 are not written, as upstream (ggml_n_dims) */
-        const uint32_t n_dims = (uint32_t) ggml_n_dims(&info->t);
+        /*
+         * Trailing dimensions of 1 are not written, as upstream; but a 0 is kept wherever it is
+         * (ggml_n_dims counts only dimensions above 1, so [4, 0] would lose its 0 and become [4],
+         * 16 bytes the data section does not have).
+         */
+        uint32_t n_dims = GGML_MAX_DIMS;
+        while (n_dims > 1 && info->t.ne[n_dims - 1] == 1) {
+            n_dims--;
+        }
         buf_put(buf, &n_dims, sizeof n_dims);
         buf_put(buf, info->t.ne, n_dims * sizeof info->t.ne[0]);
         const int32_t type = (int32_t) info->t.type;
