@@ -334,13 +334,18 @@ static bool rd_info(struct rd * r, size_t i, struct gguf_tensor_info * info, str
                     " of %s (type at byte %" PRIu64 ")", i, t->name, t->ne[0], blck, ggml_type_name(t->type), type_at);
         return false;
     }
-    /* contiguous strides; every product is checked, the last one is the byte size */
+    /*
+     * Contiguous strides; every product is checked, the last one is the byte size. Each stride
+     * must also fit in int64_t, as ggml_new_tensor demands: a tensor of [2^62, 0] has no bytes,
+     * but its row stride does not fit, and without this check it read without a ggml context and
+     * was refused with one (found by fuzz-gguf).
+     */
     size_t nb = ggml_type_size(t->type);
     t->nb[0]  = nb;
-    bool ovf  = __builtin_mul_overflow(nb, (size_t) (t->ne[0] / blck), &nb);
+    bool ovf  = __builtin_mul_overflow(nb, (size_t) (t->ne[0] / blck), &nb) || nb > INT64_MAX;
     t->nb[1]  = nb;
     for (int j = 2; j < GGML_MAX_DIMS && !ovf; j++) {
-        ovf      = __builtin_mul_overflow(nb, (size_t) t->ne[j - 1], &nb);
+        ovf      = __builtin_mul_overflow(nb, (size_t) t->ne[j - 1], &nb) || nb > INT64_MAX;
         t->nb[j] = nb;
     }
     size_t bytes = 0;
