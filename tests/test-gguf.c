@@ -66,12 +66,12 @@ Test(gguf, empty_context_round_trip) {
     cr_assert_eq(gguf_get_n_kv(ctx), 0);
     cr_assert_eq(gguf_get_n_tensors(ctx), 0);
     cr_assert_eq(gguf_get_data_offset(ctx), 0);
-    /* magic, version, two counts: 24 bytes, padded to the alignment */
-    cr_assert_eq(gguf_get_meta_size(ctx), 32);
+    /* magic, version, two counts: 24 bytes, unpadded (no data section to align) */
+    cr_assert_eq(gguf_get_meta_size(ctx), 24);
 
     char path[64];
     struct gguf_context * back = write_and_read(ctx, path, sizeof path, NULL, true);
-    cr_assert_eq(file_size(path), 32);
+    cr_assert_eq(file_size(path), 24);
     cr_assert_eq(gguf_get_version(back), 3);
     cr_assert_eq(gguf_get_n_kv(back), 0);
     cr_assert_eq(gguf_get_n_tensors(back), 0);

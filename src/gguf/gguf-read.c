@@ -237,22 +237,22 @@ static bool rd_kv(struct rd * r, size_t i, struct gguf_kv * kv) {
 }
 
 /* the alignment key, if present, must be a u32 power of two */
-static bool check_alignment(struct rd * r, struct gguf_context * ctx) {
+static bool check_alignment(struct rd * r, struct gguf_context * ctx, uint64_t at) {
     const int64_t id = gguf_find_key(ctx, GGUF_KEY_GENERAL_ALIGNMENT);
     if (id < 0) {
         return true;
     }
     const struct gguf_kv * kv = &ctx->kv[id];
     if (kv->type != GGUF_TYPE_UINT32 || kv->is_array) {
-        ggmlx_error(r->func, "key %" PRId64 " '" GGUF_KEY_GENERAL_ALIGNMENT "' must be a u32, not %s%s", id,
-                    kv->is_array ? "arr of " : "", gguf_type_name(kv->type));
+        ggmlx_error(r->func, "key %" PRId64 " '" GGUF_KEY_GENERAL_ALIGNMENT "' (at byte %" PRIu64 ") must be a u32, "
+                    "not %s%s", id, at, kv->is_array ? "arr of " : "", gguf_type_name(kv->type));
         return false;
     }
     uint32_t align;
     memcpy(&align, kv->data, sizeof align);
     if (!gguf_is_pow2(align)) {
-        ggmlx_error(r->func, "key %" PRId64 " '" GGUF_KEY_GENERAL_ALIGNMENT "' = %" PRIu32 " is not a power of two", id,
-                    align);
+        ggmlx_error(r->func, "key %" PRId64 " '" GGUF_KEY_GENERAL_ALIGNMENT "' = %" PRIu32 " (at byte %" PRIu64
+                    ") is not a power of two", id, align, at);
         return false;
     }
     ctx->alignment = align;
@@ -334,13 +334,18 @@ static bool rd_info(struct rd * r, size_t i, struct gguf_tensor_info * info, str
                     " of %s (type at byte %" PRIu64 ")", i, t->name, t->ne[0], blck, ggml_type_name(t->type), type_at);
         return false;
     }
-    /* contiguous strides; every product is checked, the last one is the byte size */
+    /*
+     * Contiguous strides; every product is checked, the last one is the byte size. Each stride
+     * must also fit in int64_t, as ggml_new_tensor demands: a tensor of [2^62, 0] has no bytes,
+     * but its row stride does not fit, and without this check it read without a ggml context and
+     * was refused with one (found by fuzz-gguf).
+     */
     size_t nb = ggml_type_size(t->type);
     t->nb[0]  = nb;
-    bool ovf  = __builtin_mul_overflow(nb, (size_t) (t->ne[0] / blck), &nb);
+    bool ovf  = __builtin_mul_overflow(nb, (size_t) (t->ne[0] / blck), &nb) || nb > INT64_MAX;
     t->nb[1]  = nb;
     for (int j = 2; j < GGML_MAX_DIMS && !ovf; j++) {
-        ovf      = __builtin_mul_overflow(nb, (size_t) t->ne[j - 1], &nb);
+        ovf      = __builtin_mul_overflow(nb, (size_t) t->ne[j - 1], &nb) || nb > INT64_MAX;
         t->nb[j] = nb;
     }
     size_t bytes = 0;
@@ -493,6 +498,7 @@ static struct gguf_context * gguf_read(struct rd * r, struct gguf_init_params pa
         goto err_ctx;
     }
 
+    uint64_t align_at = 0;
     int64_t n_tensors, n_kv;
     if (!rd_i64(r, &n_tensors, "tensor count") || !rd_i64(r, &n_kv, "key count")) {
         goto err_ctx;
@@ -528,13 +534,16 @@ static struct gguf_context * gguf_read(struct rd * r, struct gguf_init_params pa
             goto err_names;
         }
         ctx->kv[ctx->n_kv++] = kv; /* reserved: cannot fail */
+        if (strcmp(kv.key, GGUF_KEY_GENERAL_ALIGNMENT) == 0) {
+            align_at = at; /* where the pair starts, for check_alignment's message */
+        }
         if (!gguf_name_set_add(&names, ctx->kv[i].key)) {
             ggmlx_error(r->func, "key %zu: duplicate key '%s' (at byte %" PRIu64 ")", i, ctx->kv[i].key, at);
             goto err_names;
         }
     }
     gguf_name_set_free(&names);
-    if (!check_alignment(r, ctx)) {
+    if (!check_alignment(r, ctx, align_at)) {
         goto err_ctx;
     }
 

@@ -87,8 +87,15 @@ bool gguf_write_meta(const struct gguf_context * ctx, struct gguf_buf * buf, con
     for (size_t i = 0; i < ctx->n_info; i++) {
         const struct gguf_tensor_info * info = &ctx->info[i];
         buf_str(buf, info->t.name, strlen(info->t.name));
-        /* trailing dimensions of 1 are not written, as upstream (ggml_n_dims) */
-        const uint32_t n_dims = (uint32_t) ggml_n_dims(&info->t);
+        /*
+         * Trailing dimensions of 1 are not written, as upstream; but a 0 is kept wherever it is
+         * (ggml_n_dims counts only dimensions above 1, so [4, 0] would lose its 0 and become [4],
+         * 16 bytes the data section does not have).
+         */
+        uint32_t n_dims = GGML_MAX_DIMS;
+        while (n_dims > 1 && info->t.ne[n_dims - 1] == 1) {
+            n_dims--;
+        }
         buf_put(buf, &n_dims, sizeof n_dims);
         buf_put(buf, info->t.ne, n_dims * sizeof info->t.ne[0]);
         const int32_t type = (int32_t) info->t.type;
@@ -96,8 +103,13 @@ bool gguf_write_meta(const struct gguf_context * ctx, struct gguf_buf * buf, con
         buf_put(buf, &info->offset, sizeof info->offset);
     }
 
-    /* padded even without tensors, as upstream writes it */
-    buf_zeros(buf, GGML_PAD(buf->n, ctx->alignment) - buf->n);
+    /* Only a data section needs an aligned start. Without tensors the reader (ours and upstream's)
+     * puts the data offset at the end of the metadata, so padding would only grow the file: by
+     * up to 2 GiB for a hostile general.alignment of 2^31 in a 60-byte file read and written
+     * back. Upstream pads here too; both read either file the same. */
+    if (ctx->n_info > 0) {
+        buf_zeros(buf, GGML_PAD(buf->n, ctx->alignment) - buf->n);
+    }
     if (buf->failed) {
         ggmlx_error(func, "out of memory for the metadata");
         return false;
