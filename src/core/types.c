@@ -5,6 +5,9 @@
  */
 #include "ggml-impl.h"
 #include "ggml-math.h"
+#include "quant/quant-iq.h"
+#include "quant/quant-k.h"
+#include "quant/quant-legacy.h"
 
 static void f16_to_f32_row(const void * GGML_RESTRICT x, float * GGML_RESTRICT y, int64_t k) {
     ggml_fp16_to_fp32_row((const ggml_fp16_t *) x, y, k);
@@ -50,49 +53,58 @@ static const char * const k_glu_names[] = {
 };
 
 static const struct ggml_type_traits k_type_traits[GGML_TYPE_COUNT] = {
+    /* ---- plain types ---- */
     [0] = { .type_name = "f32", .blck_size = 1, .type_size = 4, .is_quantized = false },
     [1] = { .type_name = "f16", .blck_size = 1, .type_size = 2, .is_quantized = false, .to_float = f16_to_f32_row, .from_float_ref = f32_to_f16_row },
-    [2] = { .type_name = "q4_0", .blck_size = 32, .type_size = 18, .is_quantized = true },
-    [3] = { .type_name = "q4_1", .blck_size = 32, .type_size = 20, .is_quantized = true },
+    [30] = { .type_name = "bf16", .blck_size = 1, .type_size = 2, .is_quantized = false, .to_float = bf16_to_f32_row, .from_float_ref = f32_to_bf16_row },
+    [24] = { .type_name = "i8", .blck_size = 1, .type_size = 1, .is_quantized = false },
+    [25] = { .type_name = "i16", .blck_size = 1, .type_size = 2, .is_quantized = false },
+    [26] = { .type_name = "i32", .blck_size = 1, .type_size = 4, .is_quantized = false },
+    [27] = { .type_name = "i64", .blck_size = 1, .type_size = 8, .is_quantized = false },
+    [28] = { .type_name = "f64", .blck_size = 1, .type_size = 8, .is_quantized = false },
+
+    /* ---- removed ids (0-sized: never valid) ---- */
     [4] = { .type_name = "DEPRECATED", .blck_size = 0, .type_size = 0, .is_quantized = false },
     [5] = { .type_name = "DEPRECATED", .blck_size = 0, .type_size = 0, .is_quantized = false },
+    [31] = { .type_name = "TYPE_Q4_0_4_4 REMOVED, use Q4_0 with runtime repacking", .blck_size = 0, .type_size = 0, .is_quantized = false },
+    [32] = { .type_name = "TYPE_Q4_0_4_8 REMOVED, use Q4_0 with runtime repacking", .blck_size = 0, .type_size = 0, .is_quantized = false },
+    [33] = { .type_name = "TYPE_Q4_0_8_8 REMOVED, use Q4_0 with runtime repacking", .blck_size = 0, .type_size = 0, .is_quantized = false },
+    [36] = { .type_name = "TYPE_IQ4_NL_4_4 REMOVED, use IQ4_NL with runtime repacking", .blck_size = 0, .type_size = 0, .is_quantized = false },
+    [37] = { .type_name = "TYPE_IQ4_NL_4_8 REMOVED, use IQ4_NL with runtime repacking", .blck_size = 0, .type_size = 0, .is_quantized = false },
+    [38] = { .type_name = "TYPE_IQ4_NL_8_8 REMOVED, use IQ4_NL with runtime repacking", .blck_size = 0, .type_size = 0, .is_quantized = false },
+
+    /* ---- 32-element legacy formats, the FP4 formats, the low-bit and ternary formats (quant-legacy.h) ---- */
+    [2] = { .type_name = "q4_0", .blck_size = 32, .type_size = 18, .is_quantized = true },
+    [3] = { .type_name = "q4_1", .blck_size = 32, .type_size = 20, .is_quantized = true },
     [6] = { .type_name = "q5_0", .blck_size = 32, .type_size = 22, .is_quantized = true },
     [7] = { .type_name = "q5_1", .blck_size = 32, .type_size = 24, .is_quantized = true },
     [8] = { .type_name = "q8_0", .blck_size = 32, .type_size = 34, .is_quantized = true },
     [9] = { .type_name = "q8_1", .blck_size = 32, .type_size = 36, .is_quantized = true },
+    [39] = { .type_name = "mxfp4", .blck_size = 32, .type_size = 17, .is_quantized = true },
+    [40] = { .type_name = "nvfp4", .blck_size = 64, .type_size = 36, .is_quantized = true },
+    [41] = { .type_name = "q1_0", .blck_size = 128, .type_size = 18, .is_quantized = true },
+    [42] = { .type_name = "q2_0", .blck_size = 64, .type_size = 18, .is_quantized = true },
+    [34] = { .type_name = "tq1_0", .blck_size = 256, .type_size = 54, .is_quantized = true },
+    [35] = { .type_name = "tq2_0", .blck_size = 256, .type_size = 66, .is_quantized = true },
+
+    /* ---- K-quants and the non-linear 4-bit formats (quant-k.h) ---- */
     [10] = { .type_name = "q2_K", .blck_size = 256, .type_size = 84, .is_quantized = true },
     [11] = { .type_name = "q3_K", .blck_size = 256, .type_size = 110, .is_quantized = true },
     [12] = { .type_name = "q4_K", .blck_size = 256, .type_size = 144, .is_quantized = true },
     [13] = { .type_name = "q5_K", .blck_size = 256, .type_size = 176, .is_quantized = true },
     [14] = { .type_name = "q6_K", .blck_size = 256, .type_size = 210, .is_quantized = true },
     [15] = { .type_name = "q8_K", .blck_size = 256, .type_size = 292, .is_quantized = true },
+    [20] = { .type_name = "iq4_nl", .blck_size = 32, .type_size = 18, .is_quantized = true },
+    [23] = { .type_name = "iq4_xs", .blck_size = 256, .type_size = 136, .is_quantized = true },
+
+    /* ---- codebook (IQ) formats (quant-iq.h) ---- */
     [16] = { .type_name = "iq2_xxs", .blck_size = 256, .type_size = 66, .is_quantized = true },
     [17] = { .type_name = "iq2_xs", .blck_size = 256, .type_size = 74, .is_quantized = true },
-    [18] = { .type_name = "iq3_xxs", .blck_size = 256, .type_size = 98, .is_quantized = true },
-    [19] = { .type_name = "iq1_s", .blck_size = 256, .type_size = 50, .is_quantized = true },
-    [20] = { .type_name = "iq4_nl", .blck_size = 32, .type_size = 18, .is_quantized = true },
-    [21] = { .type_name = "iq3_s", .blck_size = 256, .type_size = 110, .is_quantized = true },
     [22] = { .type_name = "iq2_s", .blck_size = 256, .type_size = 82, .is_quantized = true },
-    [23] = { .type_name = "iq4_xs", .blck_size = 256, .type_size = 136, .is_quantized = true },
-    [24] = { .type_name = "i8", .blck_size = 1, .type_size = 1, .is_quantized = false },
-    [25] = { .type_name = "i16", .blck_size = 1, .type_size = 2, .is_quantized = false },
-    [26] = { .type_name = "i32", .blck_size = 1, .type_size = 4, .is_quantized = false },
-    [27] = { .type_name = "i64", .blck_size = 1, .type_size = 8, .is_quantized = false },
-    [28] = { .type_name = "f64", .blck_size = 1, .type_size = 8, .is_quantized = false },
+    [18] = { .type_name = "iq3_xxs", .blck_size = 256, .type_size = 98, .is_quantized = true },
+    [21] = { .type_name = "iq3_s", .blck_size = 256, .type_size = 110, .is_quantized = true },
+    [19] = { .type_name = "iq1_s", .blck_size = 256, .type_size = 50, .is_quantized = true },
     [29] = { .type_name = "iq1_m", .blck_size = 256, .type_size = 56, .is_quantized = true },
-    [30] = { .type_name = "bf16", .blck_size = 1, .type_size = 2, .is_quantized = false, .to_float = bf16_to_f32_row, .from_float_ref = f32_to_bf16_row },
-    [31] = { .type_name = "TYPE_Q4_0_4_4 REMOVED, use Q4_0 with runtime repacking", .blck_size = 0, .type_size = 0, .is_quantized = false },
-    [32] = { .type_name = "TYPE_Q4_0_4_8 REMOVED, use Q4_0 with runtime repacking", .blck_size = 0, .type_size = 0, .is_quantized = false },
-    [33] = { .type_name = "TYPE_Q4_0_8_8 REMOVED, use Q4_0 with runtime repacking", .blck_size = 0, .type_size = 0, .is_quantized = false },
-    [34] = { .type_name = "tq1_0", .blck_size = 256, .type_size = 54, .is_quantized = true },
-    [35] = { .type_name = "tq2_0", .blck_size = 256, .type_size = 66, .is_quantized = true },
-    [36] = { .type_name = "TYPE_IQ4_NL_4_4 REMOVED, use IQ4_NL with runtime repacking", .blck_size = 0, .type_size = 0, .is_quantized = false },
-    [37] = { .type_name = "TYPE_IQ4_NL_4_8 REMOVED, use IQ4_NL with runtime repacking", .blck_size = 0, .type_size = 0, .is_quantized = false },
-    [38] = { .type_name = "TYPE_IQ4_NL_8_8 REMOVED, use IQ4_NL with runtime repacking", .blck_size = 0, .type_size = 0, .is_quantized = false },
-    [39] = { .type_name = "mxfp4", .blck_size = 32, .type_size = 17, .is_quantized = true },
-    [40] = { .type_name = "nvfp4", .blck_size = 64, .type_size = 36, .is_quantized = true },
-    [41] = { .type_name = "q1_0", .blck_size = 128, .type_size = 18, .is_quantized = true },
-    [42] = { .type_name = "q2_0", .blck_size = 64, .type_size = 18, .is_quantized = true },
 };
 
 _Static_assert(sizeof(k_op_names) / sizeof(k_op_names[0]) == GGML_OP_COUNT, "an op has no name");

@@ -1,0 +1,26 @@
+/*
+ * quant-table.c -- the whole-rows quantizer of each type (quant.h), grouped as the formats are.
+ */
+#include "quant.h"
+#include "quant-iq.h"
+#include "quant-k.h"
+#include "quant-legacy.h"
+
+static const struct ggmlx_quant_fns k_quant_fns[GGML_TYPE_COUNT] = {
+    [GGML_TYPE_F32] = { 0 }, /* F32, F16 and BF16 are handled by ggml_quantize_chunk itself */
+
+    /* ---- 32-element legacy formats, the FP4 formats, the low-bit and ternary formats ---- */
+
+    /* ---- K-quants and the non-linear 4-bit formats ---- */
+
+    /* ---- codebook (IQ) formats ---- */
+
+};
+
+const struct ggmlx_quant_fns * ggmlx_quant_fns(enum ggml_type type) {
+    static const struct ggmlx_quant_fns none = { 0 };
+    if ((int) type < 0 || type >= GGML_TYPE_COUNT) {
+        return &none;
+    }
+    return &k_quant_fns[type];
+}
