@@ -50,6 +50,9 @@ esac
 llama_ensure_tools
 mkdir -p "$OUT"
 echo "bench-quant: ggmlx against upstream ggml (llama.cpp $LLAMA_CPP_COMMIT), $ROUNDS alternating rounds"
+echo "  $(date -u '+%Y-%m-%d %H:%M UTC'), ggmlx $(git -C "$GGMLX_ROOT" rev-parse --short HEAD 2>/dev/null || echo '?'),"\
+     "$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo 2>/dev/null | head -n 1), $(ggmlx_nproc) CPUs;"\
+     "client: ${CLIENT_ARGS[*]}"
 llama_fetch
 llama_build_ggmlx
 llama_build_upstream_ggml
