@@ -130,9 +130,9 @@ for ((r = 1; r <= ROUNDS; r++)); do
     fi
 done
 
-python3 - "$OUT" "$ROUNDS" "$note" <<'PY'
+python3 - "$OUT" "$ROUNDS" "$note" "${BENCH_QUANT_COLS:-512}" "${BENCH_QUANT_ROWS:-16384}" <<'PY'
 import statistics, sys
-out, rounds, note = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+out, rounds, note, cols, rows = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5]
 res = {}   # (impl, kind, type[, data]) -> [values]
 na = {}    # (impl, type) -> reason
 order = {"mv": [], "mm": [], "rt": []}
@@ -182,8 +182,8 @@ def types_of(kind):
 print()
 if note:
     print(f"Note: {note}.\n")
-for kind, title, unit in (("mv", "mul_mat, 1 column (weights read)", "GB/s"),
-                          ("mm", "mul_mat, 512 columns", "GFLOP/s")):
+for kind, title, unit in (("mv", f"mul_mat {rows}x4096 weight, 1 column (weights read)", "GB/s"),
+                          ("mm", f"mul_mat {rows}x4096 weight, {cols} columns", "GFLOP/s")):
     print(f"### {title}, {unit}, median of {rounds} rounds\n")
     print(f"| type | ggmlx | upstream | ggmlx/upstream |")
     print(f"|---|---:|---:|---:|")

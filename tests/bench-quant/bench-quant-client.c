@@ -14,8 +14,8 @@
  * "rt": the relative RMS error sqrt(sum (dq(q(x)) - x)^2 / sum x^2) of a round trip through
  * ggml_quantize_chunk and to_float on 64 x 4096 Gaussian and Student-t(3) values, with an
  * importance matrix (the column means of x^2) for the types that cannot go without one.
- * "mem_read": a streaming read of a buffer as large as the Q8_0 weight, the bandwidth a GEMV can
- * hope for (four prefetched streams per thread, as a GEMV walks four rows).
+ * "mem_read": a streaming read of a buffer as large as the Q8_0 weight (at least 64 MiB), the
+ * bandwidth a GEMV can hope for (four prefetched streams per thread, as a GEMV walks four rows).
  *
  * One result a line, for the script to parse:
  *   mv TYPE GBPS | mm TYPE GFLOPS | rt TYPE DATA RELRMS | mem_read THREADS GBPS | TYPE n/a REASON
@@ -458,7 +458,12 @@ int main(int argc, char ** argv) {
             return 1;
         }
     }
-    if (o.mem_read && bench_mem_read((size_t) o.rows * ggml_row_size(GGML_TYPE_Q8_0, K), o.threads, o.runs)) {
+    /* as large as the Q8_0 weight, and never so small that starting the threads dominates */
+    size_t mem_bytes = (size_t) o.rows * ggml_row_size(GGML_TYPE_Q8_0, K);
+    if (mem_bytes < ((size_t) 64 << 20)) {
+        mem_bytes = (size_t) 64 << 20;
+    }
+    if (o.mem_read && bench_mem_read(mem_bytes, o.threads, o.runs)) {
         return 1;
     }
     if (o.rt) {
