@@ -93,14 +93,16 @@ client_link upstream "$UPSTREAM_PREFIX"
 # run_client NAME ROUND ARGS...: one run into $OUT/NAME.ROUND.txt; its exit status.
 run_client() {
     local name=$1 round=$2; shift 2
-    "$OUT/bench-quant-$name" "$@" >"$OUT/$name.$round.txt" 2>"$OUT/$name.$round.err"
+    rm -rf "$OUT/bytes-$name" && mkdir -p "$OUT/bytes-$name"
+    "$OUT/bench-quant-$name" --dump "$OUT/bytes-$name" "$@" >"$OUT/$name.$round.txt" 2>"$OUT/$name.$round.err"
 }
 
 note=""
 "$OUT/bench-quant-ggmlx" --mem-read --no-mm --no-rt "${CLIENT_ARGS[@]}" >"$OUT/mem_read.txt"
 for ((r = 1; r <= ROUNDS; r++)); do
     rt=()
-    [ "$r" -eq 1 ] || rt=(--no-rt) # the error is deterministic: once is enough
+    # the error is deterministic: once is enough; its bytes are kept to find where the two differ
+    [ "$r" -eq 1 ] || rt=(--no-rt)
     echo "  round $r/$ROUNDS: ggmlx"
     st=0
     run_client ggmlx "$r" "${rt[@]}" "${CLIENT_ARGS[@]}" || st=$?
@@ -135,6 +137,7 @@ import statistics, sys
 out, rounds, note, cols, rows = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5]
 res = {}   # (impl, kind, type[, data]) -> [values]
 na = {}    # (impl, type) -> reason
+hashes = {}  # (impl, "rt", type, data) -> hash of the quantized bytes
 order = {"mv": [], "mm": [], "rt": []}
 for impl in ("ggmlx", "upstream"):
     for r in range(1, rounds + 1):
@@ -147,9 +150,10 @@ for impl in ("ggmlx", "upstream"):
             if len(f) >= 3 and f[0] in ("mv", "mm"):
                 key = (f[0], f[1])
                 val = float(f[2])
-            elif len(f) == 4 and f[0] == "rt":
+            elif len(f) == 5 and f[0] == "rt":
                 key = ("rt", f[1], f[2])
                 val = float(f[3])
+                hashes[(impl,) + key] = f[4]
             elif len(f) >= 3 and f[1] == "n/a":
                 na.setdefault((impl, f[0]), " ".join(f[2:]))
                 continue
@@ -196,11 +200,36 @@ for kind, title, unit in (("mv", f"mul_mat {rows}x4096 weight, 1 column (weights
             print(f"| mem_read ({m[1]} threads, reference) | {float(m[2]):.1f} | | |")
     print()
 print("### Round-trip error sqrt(sum (dq(q(x))-x)^2 / sum x^2), 64x4096 values (goal: within 1%)\n")
-print("| type | data | ggmlx | upstream | ggmlx/upstream |")
-print("|---|---|---:|---:|---:|")
+print("| type | data | ggmlx | upstream | ggmlx/upstream | same bytes |")
+print("|---|---|---:|---:|---:|---|")
 for key in order["rt"]:
     a, b = cell("ggmlx", key), cell("upstream", key)
-    print(f"| {key[1]} | {key[2]} | {fmt(a, '.5f')} | {fmt(b, '.5f')} | {ratio(a, b, '.4f')} |")
+    ha, hb = hashes.get(("ggmlx",) + key), hashes.get(("upstream",) + key)
+    same = "-" if ha is None or hb is None else ("yes" if ha == hb else "no")
+    print(f"| {key[1]} | {key[2]} | {fmt(a, '.5f')} | {fmt(b, '.5f')} | {ratio(a, b, '.4f')} | {same} |")
+# where the quantized bytes first differ (block = 4096/elements-per-block blocks a row)
+blocks = {"q2_K": (256, 84), "q3_K": (256, 110), "q4_K": (256, 144), "q5_K": (256, 176), "q6_K": (256, 210),
+          "iq2_xxs": (256, 66), "iq2_xs": (256, 74), "iq2_s": (256, 82), "iq3_xxs": (256, 98),
+          "iq3_s": (256, 110), "iq1_s": (256, 50), "iq1_m": (256, 56), "iq4_nl": (32, 18),
+          "iq4_xs": (256, 136), "nvfp4": (64, 36), "q1_0": (128, 18), "q2_0": (64, 18)}
+for key in order["rt"]:
+    ha, hb = hashes.get(("ggmlx",) + key), hashes.get(("upstream",) + key)
+    if ha is None or hb is None or ha == hb or key[1] not in blocks:
+        continue
+    try:
+        a = open(f"{out}/bytes-ggmlx/{key[1]}.{key[2]}.bin", "rb").read()
+        b = open(f"{out}/bytes-upstream/{key[1]}.{key[2]}.bin", "rb").read()
+    except OSError:
+        continue
+    qk, size = blocks[key[1]]
+    diff = [i for i in range(min(len(a), len(b))) if a[i] != b[i]]
+    if not diff:
+        continue
+    i, per_row = diff[0], 4096 // qk
+    nblk = len({d // size for d in diff})
+    print(f"\n{key[1]} {key[2]}: {nblk} of {len(a) // size} blocks differ; first at row {i // size // per_row} "
+          f"block {i // size % per_row} byte {i % size}: ggmlx 0x{a[i]:02x}, upstream 0x{b[i]:02x}", end="")
+print()
 for (impl, t), why in sorted(na.items()):
     print(f"\n{impl}: {t} n/a ({why})", end="")
 print()

@@ -4,7 +4,7 @@
  * against ggmlx and against upstream's ggml and compare the two on the same data.
  *
  *   bench-quant-client [--types a,b,...] [--threads N] [--runs N] [--rows N] [--cols N]
- *                      [--no-mm] [--no-rt] [--mem-read]
+ *                      [--no-mm] [--no-rt] [--mem-read] [--dump DIR]
  *
  * For each quantized type: a rows x 4096 weight (default 16384 rows) is quantized with
  * ggml_quantize_chunk from Gaussian data (256 distinct rows, repeated: the timing only needs the
@@ -13,12 +13,14 @@
  * columns (default 512, "mm", GFLOP/s); each the median of `runs` timed runs after a warm-up.
  * "rt": the relative RMS error sqrt(sum (dq(q(x)) - x)^2 / sum x^2) of a round trip through
  * ggml_quantize_chunk and to_float on 64 x 4096 Gaussian and Student-t(3) values, with an
- * importance matrix (the column means of x^2) for the types that cannot go without one.
+ * importance matrix (the column means of x^2) for the types that cannot go without one; --dump
+ * writes the quantized bytes to DIR/TYPE.DATA.bin.
  * "mem_read": a streaming read of a buffer as large as the Q8_0 weight (at least 64 MiB), the
  * bandwidth a GEMV can hope for (four prefetched streams per thread, as a GEMV walks four rows).
  *
  * One result a line, for the script to parse:
- *   mv TYPE GBPS | mm TYPE GFLOPS | rt TYPE DATA RELRMS | mem_read THREADS GBPS | TYPE n/a REASON
+ *   mv TYPE GBPS | mm TYPE GFLOPS | rt TYPE DATA RELRMS BYTES_HASH | mem_read THREADS GBPS
+ *   | TYPE n/a REASON
  */
 #include "ggml.h"
 #include "ggml-backend.h"
@@ -58,6 +60,7 @@ static const char * const k_need_imatrix[] = { "iq2_xxs", "iq2_xs", "iq1_s" };
 
 struct opts {
     const char * types;
+    const char * dump;
     int          threads, runs, rows, cols;
     bool         mm, rt, mem_read;
 };
@@ -307,7 +310,25 @@ err_q:
 
 /* ---- round-trip error ------------------------------------------------------------------------ */
 
-static int bench_rt(const char * name) {
+/* DIR/TYPE.DATA.bin gets the quantized bytes, for the script to find where two libraries differ */
+static int dump_bytes(const char * dir, const char * name, const char * data, const void * q, size_t size) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s.%s.bin", dir, name, data);
+    FILE * f = fopen(path, "wb");
+    if (f == NULL) {
+        fprintf(stderr, "bench-quant-client: cannot create %s\n", path);
+        return 1;
+    }
+    const bool ok = fwrite(q, 1, size, f) == size;
+    if (fclose(f) != 0 || !ok) {
+        fprintf(stderr, "bench-quant-client: cannot write %s\n", path);
+        return 1;
+    }
+    return 0;
+}
+
+/* dump: NULL or a folder for the quantized bytes */
+static int bench_rt(const char * name, const char * dump) {
     const enum ggml_type t = type_by_name(name);
     if (t == GGML_TYPE_COUNT) {
         printf("%s n/a not a type of this library\n", name);
@@ -333,13 +354,24 @@ static int bench_rt(const char * name) {
             goto out;
         }
         to_float(q, y, (int64_t) n);
+        /* FNV-1a of the quantized bytes: equal hashes say the two libraries wrote the same bytes */
+        uint64_t h = 0xCBF29CE484222325ull;
+        for (size_t i = 0; i < ggml_row_size(t, K) * RT_ROWS; i++) {
+            h = (h ^ ((const uint8_t *) q)[i]) * 0x100000001B3ull;
+        }
+        if (dump != NULL && dump_bytes(dump, name, heavy ? "student-t3" : "gaussian", q,
+                                       ggml_row_size(t, K) * RT_ROWS) != 0) {
+            free(q);
+            goto out;
+        }
         free(q);
         double e = 0.0, s = 0.0;
         for (size_t i = 0; i < n; i++) {
             e += ((double) y[i] - x[i]) * ((double) y[i] - x[i]);
             s += (double) x[i] * x[i];
         }
-        printf("rt %s %s %.6e\n", name, heavy ? "student-t3" : "gaussian", sqrt(e / s));
+        printf("rt %s %s %.6e %016llx\n", name, heavy ? "student-t3" : "gaussian", sqrt(e / s),
+               (unsigned long long) h);
         fflush(stdout);
     }
     rc = 0;
@@ -442,11 +474,13 @@ static int parse_int(const char * s, int lo, int * out) {
 }
 
 int main(int argc, char ** argv) {
-    struct opts o = { NULL, 2, 5, 16384, 512, true, true, false };
+    struct opts o = { NULL, NULL, 2, 5, 16384, 512, true, true, false };
     for (int i = 1; i < argc; i++) {
         const bool more = i + 1 < argc;
         if (strcmp(argv[i], "--types") == 0 && more) {
             o.types = argv[++i];
+        } else if (strcmp(argv[i], "--dump") == 0 && more) {
+            o.dump = argv[++i];
         } else if (strcmp(argv[i], "--threads") == 0 && more) {
             if (parse_int(argv[++i], 1, &o.threads)) return 1;
         } else if (strcmp(argv[i], "--runs") == 0 && more) {
@@ -463,7 +497,7 @@ int main(int argc, char ** argv) {
             o.mem_read = true;
         } else {
             fprintf(stderr, "usage: bench-quant-client [--types a,b] [--threads N] [--runs N] [--rows N] "
-                            "[--cols N] [--no-mm] [--no-rt] [--mem-read]\n");
+                            "[--cols N] [--no-mm] [--no-rt] [--mem-read] [--dump DIR]\n");
             return 1;
         }
     }
@@ -477,7 +511,7 @@ int main(int argc, char ** argv) {
     }
     if (o.rt) {
         for (size_t i = 0; i < COUNT_OF(k_rt_types); i++) {
-            if (selected(k_rt_types[i], o.types) && bench_rt(k_rt_types[i])) {
+            if (selected(k_rt_types[i], o.types) && bench_rt(k_rt_types[i], o.dump)) {
                 return 1;
             }
         }
