@@ -520,3 +520,18 @@ Test(iq_quant, non_finite_input_does_not_crash) {
         cr_assert_eq(k_types[t].quantize(x, q, 1, QK_K, im), k_types[t].block, "%s", k_types[t].name);
     }
 }
+
+/* upstream's IQ3_S skips a group of 32 zeros without moving its index pointer, so every later
+ * group of the block lands one slot early; here each group keeps its own slots */
+Test(iq_quant, iq3_s_a_zero_group_leaves_the_others_in_place) {
+    static float x[QK_K], y[QK_K];
+    static uint8_t q[sizeof(block_iq3_s)];
+    struct tu_rng r = tu_rng_new(9);
+    for (int i = 0; i < QK_K; ++i) {
+        x[i] = i < 32 ? 0.0f : gaussian(&r);
+    }
+    cr_assert_eq(ggmlx_quantize_iq3_s(x, q, 1, QK_K, NULL), sizeof(block_iq3_s));
+    ggmlx_dequantize_row_iq3_s(q, y, QK_K);
+    const double e = rel_rms(x, y, QK_K);
+    cr_assert_lt(e, 0.25, "relative RMS %.4f", e);
+}
