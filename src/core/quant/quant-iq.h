@@ -1,6 +1,7 @@
 /*
- * quant-iq.h -- IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ1_S, IQ1_M: rows to and from F32 (the type traits' to_float and from_float_ref) and the
- * quantizers ggml_quantize_chunk dispatches to. Block layouts: quant-blocks.h.
+ * quant-iq.h -- IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ1_S, IQ1_M: rows to and from F32 (the
+ * type traits' to_float and from_float_ref) and the quantizers ggml_quantize_chunk dispatches to.
+ * Block layouts: quant-blocks.h.
  *
  * Every row length k (and n_per_row) is a multiple of QK_K. The quantizers search codebook tables
  * built by the init hooks below (ggml_quantize_init calls them); called before those tables exist

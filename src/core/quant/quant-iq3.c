@@ -161,7 +161,8 @@ static void quantize_block_iq3_xxs(const struct ggmlx_iq_search * s, const float
             }
         }
         for (int k = 0; k < IQ3_GROUP / 4; ++k) {
-            idx[8 * ib + k] = (uint8_t) ggmlx_iq_grid_index(s, fit.L + 4 * k, xval + 4 * k, waux + 4 * k, fit.scale, NULL);
+            const int g     = ggmlx_iq_grid_index(s, fit.L + 4 * k, xval + 4 * k, waux + 4 * k, fit.scale, NULL);
+            idx[8 * ib + k] = (uint8_t) g;
         }
         aux[ib]    = signs[0] | ((uint32_t) signs[1] << 7) | ((uint32_t) signs[2] << 14) | ((uint32_t) signs[3] << 21);
         scales[ib] = fit.scale;
