@@ -52,7 +52,7 @@ mkdir -p "$OUT"
 echo "bench-quant: ggmlx against upstream ggml (llama.cpp $LLAMA_CPP_COMMIT), $ROUNDS alternating rounds"
 echo "  $(date -u '+%Y-%m-%d %H:%M UTC'), ggmlx $(git -C "$GGMLX_ROOT" rev-parse --short HEAD 2>/dev/null || echo '?'),"\
      "$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo 2>/dev/null | head -n 1), $(ggmlx_nproc) CPUs;"\
-     "client: ${CLIENT_ARGS[*]}"
+     "client: ${CLIENT_ARGS[*]}; load average $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null)"
 llama_fetch
 llama_build_ggmlx
 llama_build_upstream_ggml
@@ -132,6 +132,8 @@ for ((r = 1; r <= ROUNDS; r++)); do
     fi
 done
 
+echo "  done $(date -u '+%H:%M UTC'), load average $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null)" \
+     "(a loaded machine slows the 2-thread products, the 1-column ones most)"
 python3 - "$OUT" "$ROUNDS" "$note" "${BENCH_QUANT_COLS:-512}" "${BENCH_QUANT_ROWS:-16384}" <<'PY'
 import statistics, sys
 out, rounds, note, cols, rows = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5]

@@ -10,7 +10,8 @@
  * ggml_quantize_chunk from Gaussian data (256 distinct rows, repeated: the timing only needs the
  * bytes, and quantizing 64M elements with the codebook formats would take minutes) and multiplied
  * on the CPU backend by one F32 column ("mv", reported as GB/s of weight bytes) and by `cols`
- * columns (default 512, "mm", GFLOP/s); each the median of `runs` timed runs after a warm-up.
+ * columns (default 512, "mm", GFLOP/s); the median of 4 x `runs` (mv) or min(runs, 3) (mm) timed
+ * runs after a warm-up.
  * "rt": the relative RMS error sqrt(sum (dq(q(x)) - x)^2 / sum x^2) of a round trip through
  * ggml_quantize_chunk and to_float on 64 x 4096 Gaussian and Student-t(3) values, with an
  * importance matrix (the column means of x^2) for the types that cannot go without one; --dump
@@ -284,7 +285,8 @@ static int bench_mm(ggml_backend_t be, const char * name, const struct opts * o)
         ggml_backend_tensor_set(xm, x, 0, sizeof(float) * K * (size_t) o->cols);
         free(x);
     }
-    const double tv = time_graph(be, g1, o->runs);
+    /* a product with one column is short: more runs for the same confidence */
+    const double tv = time_graph(be, g1, 4 * o->runs);
     if (tv > 0) {
         printf("mv %s %.3f\n", name, (double) ggml_nbytes(w) / tv * 1e-9);
     } else {
