@@ -222,6 +222,7 @@ static int bench_mm(ggml_backend_t be, const char * name, const struct opts * o)
     }
     float * src = malloc(sizeof(float) * K * UNIQ_ROWS);
     if (src == NULL) {
+        fprintf(stderr, "bench-quant-client: out of memory\n");
         return 1;
     }
     fill(src, (size_t) K * UNIQ_ROWS, 0x5EED0001u, false);
@@ -270,10 +271,10 @@ static int bench_mm(ggml_backend_t be, const char * name, const struct opts * o)
         rc = 0;
         goto err_ctx;
     }
-    const size_t chunk = ggml_row_size(t, K) * UNIQ_ROWS;
+    const size_t row_size = ggml_row_size(t, K);
     for (int r = 0; r < o->rows; r += UNIQ_ROWS) {
         const int n = o->rows - r < UNIQ_ROWS ? o->rows - r : UNIQ_ROWS;
-        ggml_backend_tensor_set(w, q, (size_t) r * ggml_row_size(t, K), chunk / UNIQ_ROWS * (size_t) n);
+        ggml_backend_tensor_set(w, q, (size_t) r * row_size, row_size * (size_t) n);
     }
     {
         float * x = malloc(sizeof(float) * K * (size_t) o->cols);
