@@ -98,18 +98,16 @@ int ggmlx_iq_grid_index(const struct ggmlx_iq_search * s, int8_t * L, const floa
     return best;
 }
 
-float ggmlx_iq_fit_scale(int n, int nmax, const float * x, uint8_t * L, const float * w) {
+float ggmlx_iq_fit_scale(int n, int nmax, const float * x, const float * w) {
     float max = 0;
     for (int i = 0; i < n; ++i) {
         max = x[i] > max ? x[i] : max;
     }
-    if (max < 1e-15f) {
-        for (int i = 0; i < n; ++i) {
-            L[i] = 0;
-        }
+    if (max < 1e-15f || n > 32) {
         return 0.0f;
     }
-    /* a scan of the inverse scale around nmax/max for the least weighted error */
+    /* a value of x may be negative (a sign kept for parity): its level may then be too */
+    int   L[32];
     float best_iscale = nmax / max;
     float best_err    = FLT_MAX;
     for (int is = -4; is <= 4; ++is) {
@@ -117,7 +115,7 @@ float ggmlx_iq_fit_scale(int n, int nmax, const float * x, uint8_t * L, const fl
         const float scale  = 1 / iscale;
         float       err    = 0;
         for (int i = 0; i < n; ++i) {
-            const int   l    = ggmlx_iq_round_clamp(iscale * x[i], 0, nmax);
+            const int   l    = ggmlx_iq_round_clamp(iscale * x[i], -nmax, nmax);
             const float diff = x[i] - scale * l;
             err += w[i] * diff * diff;
         }
@@ -128,7 +126,7 @@ float ggmlx_iq_fit_scale(int n, int nmax, const float * x, uint8_t * L, const fl
     }
     float sumlx = 0, suml2 = 0;
     for (int i = 0; i < n; ++i) {
-        L[i] = (uint8_t) ggmlx_iq_round_clamp(best_iscale * x[i], 0, nmax);
+        L[i] = ggmlx_iq_round_clamp(best_iscale * x[i], -nmax, nmax);
         sumlx += w[i] * x[i] * L[i];
         suml2 += w[i] * L[i] * L[i];
     }
@@ -139,12 +137,12 @@ float ggmlx_iq_fit_scale(int n, int nmax, const float * x, uint8_t * L, const fl
             float slx = sumlx - w[i] * x[i] * L[i];
             float sl2 = suml2 - w[i] * L[i] * L[i];
             if (slx > 0 && sl2 > 0) {
-                const int l = ggmlx_iq_round_clamp(x[i] * sl2 / slx, 0, nmax);
+                const int l = ggmlx_iq_round_clamp(x[i] * sl2 / slx, -nmax, nmax);
                 if (l != L[i]) {
                     slx += w[i] * x[i] * l;
                     sl2 += w[i] * l * l;
                     if (slx * slx * suml2 > sumlx * sumlx * sl2) {
-                        L[i]  = (uint8_t) l;
+                        L[i]  = l;
                         sumlx = slx;
                         suml2 = sl2;
                         ++changed;

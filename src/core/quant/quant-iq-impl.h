@@ -75,10 +75,10 @@ int ggmlx_iq_grid_index(const struct ggmlx_iq_search * s, int8_t * L, const floa
 void ggmlx_iq_grid_levels(const struct ggmlx_iq_search * s, int g, int8_t * L);
 
 /*
- * The scale-only fit K-quants use (upstream's make_qp_quants): the scale s that makes the
- * levels round(x/s) in 0..nmax fit x best in the weighted least-squares sense, found by a small
- * scan and a few coordinate-descent passes. L receives the levels; 0 for an all-zero x.
+ * The scale-only fit K-quants use (upstream's make_qp_quants) for n <= 32 values: the scale s
+ * that makes the levels round(x/s), at most nmax, fit x best in the weighted least-squares
+ * sense, found by a small scan and a few coordinate-descent passes; 0 for an all-zero x.
  */
-float ggmlx_iq_fit_scale(int n, int nmax, const float * x, uint8_t * L, const float * w);
+float ggmlx_iq_fit_scale(int n, int nmax, const float * x, const float * w);
 
 #endif

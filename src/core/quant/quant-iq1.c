@@ -15,7 +15,6 @@
 #include "quant-iq-impl.h"
 
 #include <float.h>
-#include <stdlib.h>
 #include <string.h>
 
 #define IQ1S_GROUP   32
@@ -29,26 +28,15 @@
 static const float k_x_p[3] = { -1 + IQ1S_DELTA, IQ1S_DELTA, 1 + IQ1S_DELTA };
 static const float k_x_m[3] = { -1 - IQ1S_DELTA, -IQ1S_DELTA, 1 - IQ1S_DELTA };
 
-struct sort_item {
-    float x;
-    int   i;
-};
-
-static int cmp_item(const void * a, const void * b) {
-    const float x = ((const struct sort_item *) a)->x, y = ((const struct sort_item *) b)->x;
-    return x < y ? -1 : x > y ? 1 : 0;
-}
-
-/* order[] = the indices of x sorted by value */
+/* order[] = the indices of x sorted by value; stable (ties keep index order), n <= 32 */
 static void sort_indices(const float * x, int n, int * order) {
-    struct sort_item items[IQ1S_GROUP];
     for (int i = 0; i < n; ++i) {
-        items[i].x = x[i];
-        items[i].i = i;
-    }
-    qsort(items, (size_t) n, sizeof items[0], cmp_item);
-    for (int i = 0; i < n; ++i) {
-        order[i] = items[i].i;
+        int j = i;
+        while (j > 0 && x[order[j - 1]] > x[i]) {
+            order[j] = order[j - 1];
+            --j;
+        }
+        order[j] = i;
     }
 }
 

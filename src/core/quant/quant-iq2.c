@@ -151,8 +151,7 @@ static void quantize_block_iq2_xxs(const struct ggmlx_iq_search * s, const float
             continue;
         }
         /* the scan is centred on the plain 4-level fit of the magnitudes */
-        uint8_t     Lqp[32];
-        const float eff_max = ggmlx_iq_fit_scale(32, IQ2_KMAXQ + 1, g.xval, Lqp, g.w) * IQ2_KMAXQ;
+        const float eff_max = ggmlx_iq_fit_scale(32, IQ2_KMAXQ + 1, g.xval, g.w) * IQ2_KMAXQ;
         if (!(eff_max > 0)) {
             scales[ib] = 0;
             continue;
