@@ -93,11 +93,13 @@ client_link upstream "$UPSTREAM_PREFIX"
 # run_client NAME ROUND ARGS...: one run into $OUT/NAME.ROUND.txt; its exit status.
 run_client() {
     local name=$1 round=$2; shift 2
-    rm -rf "$OUT/bytes-$name" && mkdir -p "$OUT/bytes-$name"
     "$OUT/bench-quant-$name" --dump "$OUT/bytes-$name" "$@" >"$OUT/$name.$round.txt" 2>"$OUT/$name.$round.err"
 }
 
 note=""
+rm -rf "$OUT/bytes-ggmlx" "$OUT/bytes-upstream"
+mkdir -p "$OUT/bytes-ggmlx" "$OUT/bytes-upstream"
+rm -f "$OUT"/ggmlx.*.txt "$OUT"/upstream.*.txt
 "$OUT/bench-quant-ggmlx" --mem-read --no-mm --no-rt "${CLIENT_ARGS[@]}" >"$OUT/mem_read.txt"
 for ((r = 1; r <= ROUNDS; r++)); do
     rt=()
@@ -232,7 +234,9 @@ for key in order["rt"]:
     print(f"\n{key[1]} {key[2]}: {nblk} of {len(a) // size} blocks differ; first at row {i // size // per_row} "
           f"block {i // size % per_row} byte {i % size}: ggmlx 0x{a[i]:02x}, upstream 0x{b[i]:02x}", end="")
 print()
-for (impl, t), why in sorted(na.items()):
-    print(f"\n{impl}: {t} n/a ({why})", end="")
-print()
+by_reason = {}
+for (impl, t), why in na.items():
+    by_reason.setdefault((impl, why), []).append(t)
+for (impl, why), ts in sorted(by_reason.items()):
+    print(f"{impl} n/a ({why}): {', '.join(ts)}")
 PY
