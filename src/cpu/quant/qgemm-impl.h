@@ -2,12 +2,16 @@
  * qgemm-impl.h -- what the parts of the quantized GEMM share: the unpacked panel of a, the view
  * of b, and the micro-kernels that multiply them.
  *
- * Every supported weight format becomes the same thing: unsigned 8-bit values u and, per block
- * of bk elements (32, or 16 for the formats with 16-element sub-blocks), two floats sa and ca
- * with  value = sa * u + ca  for every element of the block. An activation block is
- * db * q (q signed 8-bit), so a block's share of a dot product is
- *     db * (sa * sum(u * q) + ca * sum(q)),
- * one unsigned-by-signed byte dot (what vpdpbusd computes) and two scalars per block of b.
+ * Every supported weight format becomes the same thing: unsigned 8-bit values u = q + o (o the
+ * type's fixed offset, 0 for the formats with a minimum) and, per block of bk elements (32, or
+ * 16 for the formats with 16-element sub-blocks), two floats sa and ca with
+ *     value = sa * (u - o) + ca.
+ * An activation block is db * q (q signed 8-bit, db per block of qk = 32 or 256 elements), so
+ * a block's share of a dot product is
+ *     db * sa * (sum(u * q) - o * sum(q))  +  ca * db * sum(q):
+ * one unsigned-by-signed byte dot (what vpdpbusd computes) started at the integer -o * sum(q),
+ * then one multiply-add by sa; db multiplies once per block of b (once per 256 for Q8_K), and
+ * the ca term exists only for the formats with a minimum.
  */
 #ifndef GGMLX_CPU_QUANT_QGEMM_IMPL_H
 #define GGMLX_CPU_QUANT_QGEMM_IMPL_H
@@ -32,26 +36,31 @@ struct qg_panel {
     float *   ca;
     int64_t   k;
     int       bk;
+    bool      has_min; /* ca is not all zero */
 };
 
 /*
  * The m rows of b: element kk of row j is the byte at
  *   b + j * ldb + (kk / qk) * bsize + qs_off + kk % qk.
- * info[(j * nblk + blk) * 2 + {0, 1}] = db and db * sum(q) for each block of bk elements.
+ * Per row j, stored row-fastest so that a tile of consecutive rows reads them side by side:
+ * corr[blk * m + j] = -o * sum(q) and dbs[blk * m + j] = db * sum(q) over each bk-block (dbs
+ * only for the formats with a minimum), db[bb * m + j] the scale of each block of b.
  */
 struct qg_bview {
-    const char *  b;
-    size_t        ldb;
-    size_t        bsize;
-    size_t        qs_off;
-    int           qk;
-    int64_t       nblk;
-    const float * info;
+    const char *    b;
+    size_t          ldb;
+    size_t          bsize;
+    size_t          qs_off;
+    int             qk;
+    int64_t         m;
+    const int32_t * corr;
+    const float *   dbs;
+    const float *   db;
 };
 
 /*
- * c[j * ldc + r] for r < nr, j < m: the products of the panel with every row of b. nr <= QG_NR
- * (the panel's valid rows; only those are written).
+ * c[j * ldc + r] for r < nr, j < m (m <= b->m): the products of the panel with rows [0, m) of
+ * b. nr <= QG_NR (the panel's valid rows; only those are written).
  */
 typedef void (*qg_kernel_fn)(const struct qg_panel * p, int nr, const struct qg_bview * b, int64_t m, float * c,
                              size_t ldc);
@@ -65,6 +74,9 @@ void ggmlx_qgemm_kernel_avx512(const struct qg_panel * p, int nr, const struct q
 
 /* the block size bk in elements that type t unpacks to (0: not supported) */
 int ggmlx_qgemm_unpack_bk(enum ggml_type t);
+
+/* the offset o added to t's signed values (0 for the formats with a minimum) */
+int ggmlx_qgemm_unpack_offset(enum ggml_type t);
 
 /* the elements per block of t (32 or 256) */
 int ggmlx_qgemm_unpack_qk(enum ggml_type t);

@@ -1,9 +1,11 @@
 /*
  * qgemm-kernel-avx512.c -- the AVX-512 VNNI micro-kernel of the quantized GEMM. A register tile
  * is the panel's 16 rows (one vector) by up to 8 rows of b: per 4 values of k, one load of the
- * panel and one vpdpbusd per row of b against its 4 bytes broadcast. Each block's integer dots
- * become float once per block (db * (sa * dot + ca * sum(q))); the float work goes to the other
- * vector port while vpdpbusd keeps its own busy.
+ * panel and one vpdpbusd per row of b against its 4 bytes broadcast. Each block's integer dot
+ * starts at b's offset correction (a broadcast load, no arithmetic) and becomes float once per
+ * block: one convert and one multiply-add by the block's scales; the scale of b is applied once
+ * per block of b. The block sizes and the tile height are constants in each variant, so the
+ * compiler unrolls the k steps and keeps all 24 accumulators in registers.
  */
 #include "qgemm-impl.h"
 
@@ -12,77 +14,116 @@
 #    include <immintrin.h>
 #    include <string.h>
 
-#    define QG_MR 8 /* rows of b per register tile: 8 int + 8 float accumulators */
+#    define QG_MR 8 /* rows of b per register tile */
 
 #    define QG_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni")))
 
-static inline QG_TARGET __m512i bcast4(const int8_t * p) {
+static inline QG_TARGET __m512i bcast4(const char * p) {
     int32_t v;
     memcpy(&v, p, sizeof v);
     return _mm512_set1_epi32(v);
 }
 
+/* rows [j0, j0 + mr) of b against the panel; bk, per (blocks of the panel per block of b) and has_min constant */
 static inline QG_TARGET __attribute__((always_inline)) void tile(const struct qg_panel * p, __mmask16 mask,
-                                                                  const struct qg_bview * b, int64_t j0, int mr,
+                                                                  const struct qg_bview * b, int64_t j0, const int mr,
+                                                                  const int bk, const int per, const bool has_min,
                                                                   float * c, size_t ldc) {
-    const int bk = p->bk;
-    const int64_t nbb = p->k / b->qk;
-    const int per_bb = b->qk / bk;
+    const int64_t nbb = p->k / b->qk, m = b->m;
     const char * rows[QG_MR];
-    const float * info[QG_MR];
     __m512 acc[QG_MR];
     for (int jj = 0; jj < mr; jj++) {
         rows[jj] = b->b + (size_t) (j0 + jj) * b->ldb + b->qs_off;
-        info[jj] = b->info + (size_t) (j0 + jj) * (size_t) b->nblk * 2;
         acc[jj] = _mm512_setzero_ps();
     }
     const uint8_t * u = p->u;
+    const float * sa = p->sa;
+    const float * ca = p->ca;
+    const int32_t * corr = b->corr + j0;
+    const float * dbs = has_min ? b->dbs + j0 : NULL;
+    const float * db = b->db + j0;
     for (int64_t bb = 0; bb < nbb; bb++) {
         const size_t boff = (size_t) bb * b->bsize;
-        for (int sb = 0; sb < per_bb; sb++) {
-            const int64_t blk = bb * per_bb + sb;
+        __m512 sum[QG_MR];
+        for (int sb = 0; sb < per; sb++) {
             __m512i dot[QG_MR];
             for (int jj = 0; jj < mr; jj++) {
-                dot[jj] = _mm512_setzero_si512();
+                dot[jj] = _mm512_set1_epi32(corr[jj]);
             }
+#    pragma GCC unroll 8
             for (int t = 0; t < bk / 4; t++) {
-                const __m512i av = _mm512_loadu_si512((const void *) u);
-                u += 64;
+                const __m512i av = _mm512_loadu_si512((const void *) (u + 64 * t));
                 for (int jj = 0; jj < mr; jj++) {
-                    const int8_t * q = (const int8_t *) rows[jj] + boff + (size_t) (sb * bk + 4 * t);
-                    dot[jj] = _mm512_dpbusd_epi32(dot[jj], av, bcast4(q));
+                    dot[jj] = _mm512_dpbusd_epi32(dot[jj], av, bcast4(rows[jj] + boff + (size_t) (sb * bk + 4 * t)));
                 }
             }
-            const __m512 sa = _mm512_loadu_ps(p->sa + blk * QG_NR);
-            const __m512 ca = _mm512_loadu_ps(p->ca + blk * QG_NR);
+            u += (size_t) bk * QG_NR;
+            corr += m;
+            const __m512 s = _mm512_loadu_ps(sa);
+            sa += QG_NR;
             for (int jj = 0; jj < mr; jj++) {
-                const __m512 d = _mm512_mul_ps(_mm512_cvtepi32_ps(dot[jj]), _mm512_set1_ps(info[jj][2 * blk]));
-                acc[jj] = _mm512_fmadd_ps(sa, d, acc[jj]);
-                acc[jj] = _mm512_fmadd_ps(ca, _mm512_set1_ps(info[jj][2 * blk + 1]), acc[jj]);
+                const __m512 f = _mm512_cvtepi32_ps(dot[jj]);
+                sum[jj] = sb == 0 ? _mm512_mul_ps(f, s) : _mm512_fmadd_ps(f, s, sum[jj]);
+            }
+            if (has_min) {
+                const __m512 cv = _mm512_loadu_ps(ca);
+                ca += QG_NR;
+                for (int jj = 0; jj < mr; jj++) {
+                    acc[jj] = _mm512_fmadd_ps(cv, _mm512_set1_ps(dbs[jj]), acc[jj]);
+                }
+                dbs += m;
             }
         }
+        for (int jj = 0; jj < mr; jj++) {
+            acc[jj] = _mm512_fmadd_ps(sum[jj], _mm512_set1_ps(db[jj]), acc[jj]);
+        }
+        db += m;
     }
     for (int jj = 0; jj < mr; jj++) {
         _mm512_mask_storeu_ps(c + (size_t) (j0 + jj) * ldc, mask, acc[jj]);
     }
 }
 
+/* all m rows of b: tiles of 8, then 4, 2, 1 for the rest */
+#    define QG_VARIANT(name, bk, per, has_min)                                                                      \
+        static QG_TARGET void name(const struct qg_panel * p, __mmask16 mask, const struct qg_bview * b, int64_t m, \
+                                   float * c, size_t ldc) {                                                          \
+            int64_t j0 = 0;                                                                                          \
+            for (; j0 + QG_MR <= m; j0 += QG_MR) {                                                                   \
+                tile(p, mask, b, j0, QG_MR, bk, per, has_min, c, ldc);                                               \
+            }                                                                                                        \
+            if (m - j0 >= 4) {                                                                                       \
+                tile(p, mask, b, j0, 4, bk, per, has_min, c, ldc);                                                   \
+                j0 += 4;                                                                                             \
+            }                                                                                                        \
+            if (m - j0 >= 2) {                                                                                       \
+                tile(p, mask, b, j0, 2, bk, per, has_min, c, ldc);                                                   \
+                j0 += 2;                                                                                             \
+            }                                                                                                        \
+            if (m - j0 >= 1) {                                                                                       \
+                tile(p, mask, b, j0, 1, bk, per, has_min, c, ldc);                                                   \
+            }                                                                                                        \
+        }
+
+QG_VARIANT(run_32_1, 32, 1, false)     /* Q4_0, Q5_0, Q8_0, IQ4_NL */
+QG_VARIANT(run_32_1_min, 32, 1, true)  /* Q4_1, Q5_1 */
+QG_VARIANT(run_32_8, 32, 8, false)     /* IQ4_XS */
+QG_VARIANT(run_32_8_min, 32, 8, true)  /* Q4_K, Q5_K */
+QG_VARIANT(run_16_16, 16, 16, false)   /* Q3_K, Q6_K */
+QG_VARIANT(run_16_16_min, 16, 16, true) /* Q2_K */
+
 QG_TARGET void ggmlx_qgemm_kernel_avx512(const struct qg_panel * p, int nr, const struct qg_bview * b, int64_t m,
                                          float * c, size_t ldc) {
     const __mmask16 mask = (__mmask16) ((1u << nr) - 1u);
-    int64_t j0 = 0;
-    for (; j0 + QG_MR <= m; j0 += QG_MR) {
-        tile(p, mask, b, j0, QG_MR, c, ldc);
-    }
-    switch (m - j0) {
-        case 1: tile(p, mask, b, j0, 1, c, ldc); break;
-        case 2: tile(p, mask, b, j0, 2, c, ldc); break;
-        case 3: tile(p, mask, b, j0, 3, c, ldc); break;
-        case 4: tile(p, mask, b, j0, 4, c, ldc); break;
-        case 5: tile(p, mask, b, j0, 5, c, ldc); break;
-        case 6: tile(p, mask, b, j0, 6, c, ldc); break;
-        case 7: tile(p, mask, b, j0, 7, c, ldc); break;
-        default: break;
+    const int per = b->qk / p->bk;
+    if (p->bk == 32 && per == 1) {
+        (p->has_min ? run_32_1_min : run_32_1)(p, mask, b, m, c, ldc);
+    } else if (p->bk == 32 && per == 8) {
+        (p->has_min ? run_32_8_min : run_32_8)(p, mask, b, m, c, ldc);
+    } else if (p->bk == 16 && per == 16) {
+        (p->has_min ? run_16_16_min : run_16_16)(p, mask, b, m, c, ldc);
+    } else {
+        ggmlx_qgemm_kernel_portable(p, nr, b, m, c, ldc);
     }
 }
 

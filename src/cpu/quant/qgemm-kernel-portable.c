@@ -1,7 +1,7 @@
 /*
  * qgemm-kernel-portable.c -- the plain C micro-kernel of the quantized GEMM: the reference the
  * SIMD kernels are tested against, and the kernel where no SIMD one applies. Same panel and
- * same arithmetic (an exact integer dot per block, then db * (sa * dot + ca * sum(q)) in float).
+ * same arithmetic as the SIMD kernels (see qgemm-impl.h).
  */
 #include "qgemm-impl.h"
 
@@ -12,14 +12,17 @@ void ggmlx_qgemm_kernel_portable(const struct qg_panel * p, int nr, const struct
     const int per_bb = b->qk / bk;    /* unpacked blocks per block of b */
     for (int64_t j = 0; j < m; j++) {
         const char * row = b->b + (size_t) j * b->ldb;
-        const float * info = b->info + (size_t) j * (size_t) b->nblk * 2;
         float acc[QG_NR] = { 0 };
         for (int64_t bb = 0; bb < nbb; bb++) {
             const int8_t * q = (const int8_t *) (row + (size_t) bb * b->bsize + b->qs_off);
+            float sum[QG_NR] = { 0 };
             for (int sb = 0; sb < per_bb; sb++) {
                 const int64_t blk = bb * per_bb + sb;
                 const uint8_t * u = p->u + (size_t) blk * (size_t) bk * QG_NR;
-                int32_t dot[QG_NR] = { 0 };
+                int32_t dot[QG_NR];
+                for (int r = 0; r < QG_NR; r++) {
+                    dot[r] = b->corr[blk * b->m + j];
+                }
                 for (int t = 0; t < bk / 4; t++) {
                     for (int r = 0; r < QG_NR; r++) {
                         for (int e = 0; e < 4; e++) {
@@ -27,12 +30,17 @@ void ggmlx_qgemm_kernel_portable(const struct qg_panel * p, int nr, const struct
                         }
                     }
                 }
-                const float db = info[2 * blk], dbs = info[2 * blk + 1];
-                const float * sa = p->sa + blk * QG_NR;
-                const float * ca = p->ca + blk * QG_NR;
                 for (int r = 0; r < QG_NR; r++) {
-                    acc[r] += sa[r] * ((float) dot[r] * db) + ca[r] * dbs;
+                    sum[r] += p->sa[blk * QG_NR + r] * (float) dot[r];
                 }
+                if (p->has_min) {
+                    for (int r = 0; r < QG_NR; r++) {
+                        acc[r] += p->ca[blk * QG_NR + r] * b->dbs[blk * b->m + j];
+                    }
+                }
+            }
+            for (int r = 0; r < QG_NR; r++) {
+                acc[r] += sum[r] * b->db[bb * b->m + j];
             }
         }
         for (int r = 0; r < nr; r++) {

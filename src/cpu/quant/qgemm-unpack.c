@@ -1,8 +1,8 @@
 /*
  * qgemm-unpack.c -- rows of each weight format as unsigned bytes plus per-block (sa, ca), the
- * common form the GEMM micro-kernels read (see qgemm-impl.h). A signed value q with a fixed
- * offset o is stored as u = q + o and the offset goes into ca = -o * sa, which keeps every u
- * in 0..255 for vpdpbusd; formats with a minimum put it in ca as well.
+ * common form the GEMM micro-kernels read (see qgemm-impl.h). A signed value q is stored as
+ * u = q + o with the type's fixed offset o (ggmlx_qgemm_unpack_offset), which keeps every u in
+ * 0..255 for vpdpbusd; the offset is taken back on b's side. Formats with a minimum put it in ca.
  */
 #include "qgemm-impl.h"
 
@@ -81,6 +81,19 @@ int ggmlx_qgemm_unpack_bk(enum ggml_type t) {
     }
 }
 
+int ggmlx_qgemm_unpack_offset(enum ggml_type t) {
+    switch (t) {
+        case GGML_TYPE_Q4_0: return 8;
+        case GGML_TYPE_Q5_0: return 16;
+        case GGML_TYPE_Q8_0:
+        case GGML_TYPE_IQ4_NL:
+        case GGML_TYPE_IQ4_XS: return 128;
+        case GGML_TYPE_Q3_K: return 4;
+        case GGML_TYPE_Q6_K: return 32;
+        default: return 0;
+    }
+}
+
 int ggmlx_qgemm_unpack_qk(enum ggml_type t) {
     switch (t) {
         case GGML_TYPE_Q2_K:
@@ -100,7 +113,7 @@ static void unpack_q4_0(const block_q4_0 * x, int64_t nb, uint8_t * u, float * s
         const float d = h2f(x[i].d);
         nibbles32(x[i].qs, u + 32 * i);
         sa[i * st] = d;
-        ca[i * st] = -8.0f * d;
+        ca[i * st] = 0.0f;
     }
 }
 
@@ -118,7 +131,7 @@ static void unpack_q5_0(const block_q5_0 * x, int64_t nb, uint8_t * u, float * s
         nibbles32(x[i].qs, u + 32 * i);
         fifth_bits32(x[i].qh, u + 32 * i);
         sa[i * st] = d;
-        ca[i * st] = -16.0f * d;
+        ca[i * st] = 0.0f;
     }
 }
 
@@ -138,7 +151,7 @@ static void unpack_q8_0(const block_q8_0 * x, int64_t nb, uint8_t * u, float * s
             u[32 * i + j] = (uint8_t) (x[i].qs[j] + 128);
         }
         sa[i * st] = d;
-        ca[i * st] = -128.0f * d;
+        ca[i * st] = 0.0f;
     }
 }
 
@@ -147,7 +160,7 @@ static void unpack_iq4_nl(const block_iq4_nl * x, int64_t nb, uint8_t * u, float
         const float d = h2f(x[i].d);
         iq4_values32(x[i].qs, u + 32 * i);
         sa[i * st] = d;
-        ca[i * st] = -128.0f * d;
+        ca[i * st] = 0.0f;
     }
 }
 
@@ -198,7 +211,7 @@ static void unpack_q3_k(const block_q3_K * x, int64_t nb, uint8_t * u, float * s
             const int hi = (x[i].scales[8 + s % 4] >> (2 * (s / 4))) & 3;
             const float scale = d * (float) ((lo | (hi << 4)) - 32);
             sa[(16 * i + s) * st] = scale;
-            ca[(16 * i + s) * st] = -4.0f * scale;
+            ca[(16 * i + s) * st] = 0.0f;
         }
     }
 }
@@ -220,7 +233,7 @@ static void unpack_q6_k(const block_q6_K * x, int64_t nb, uint8_t * u, float * s
         for (int s = 0; s < 16; s++) {
             const float scale = d * (float) x[i].scales[s];
             sa[(16 * i + s) * st] = scale;
-            ca[(16 * i + s) * st] = -32.0f * scale;
+            ca[(16 * i + s) * st] = 0.0f;
         }
     }
 }
@@ -233,7 +246,7 @@ static void unpack_iq4_xs(const block_iq4_xs * x, int64_t nb, uint8_t * u, float
             const float scale = d * (float) (ls - 32);
             iq4_values32(x[i].qs + 16 * g, u + QK_K * i + 32 * g);
             sa[(8 * i + g) * st] = scale;
-            ca[(8 * i + g) * st] = -128.0f * scale;
+            ca[(8 * i + g) * st] = 0.0f;
         }
     }
 }

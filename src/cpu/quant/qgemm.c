@@ -65,22 +65,27 @@ static float qg_block_d(const struct qg_bview * v, const char * blk) {
     return ggmlx_fp16_to_fp32(h);
 }
 
-/* db and db * sum(q) of every bk-block of rows [0, m) of b */
-static void qg_fill_info(const struct qg_bview * v, int64_t k, int bk, int64_t m, float * info) {
-    const int64_t nbb = k / v->qk;
+/* the per-row scalars of rows [0, m) of b (see struct qg_bview); dbs only when dbs != NULL */
+static void qg_fill_info(const struct qg_bview * v, int64_t k, int bk, int off, int32_t * corr, float * dbs,
+                         float * db) {
+    const int64_t nbb = k / v->qk, m = v->m;
+    const int per = v->qk / bk;
     for (int64_t j = 0; j < m; j++) {
         const char * row = v->b + (size_t) j * v->ldb;
         for (int64_t bb = 0; bb < nbb; bb++) {
             const char * blk = row + (size_t) bb * v->bsize;
             const int8_t * q = (const int8_t *) (blk + v->qs_off);
             const float d = qg_block_d(v, blk);
-            for (int s = 0; s < v->qk; s += bk) {
+            db[bb * m + j] = d;
+            for (int s = 0; s < per; s++) {
                 int32_t sum = 0;
                 for (int e = 0; e < bk; e++) {
-                    sum += q[s + e];
+                    sum += q[s * bk + e];
                 }
-                *info++ = d;
-                *info++ = d * (float) sum;
+                corr[(bb * per + s) * m + j] = -off * sum;
+                if (dbs != NULL) {
+                    dbs[(bb * per + s) * m + j] = d * (float) sum;
+                }
             }
         }
     }
@@ -200,12 +205,15 @@ bool ggmlx_qgemm(enum ggml_type t, int64_t k, const void * a, size_t lda, int64_
     if (n == 0 || m == 0) {
         return true;
     }
-    const int64_t nblk = k / bk;
+    const bool has_min = ggmlx_qgemm_unpack_offset(t) == 0;
+    const int64_t nblk = k / bk, nbb = k / v.qk;
     const size_t u_size = qg_align64((size_t) k * QG_NR);
     const size_t s_size = qg_align64((size_t) nblk * QG_NR * sizeof(float));
-    const size_t info_size = qg_align64((size_t) m * (size_t) nblk * 2 * sizeof(float));
+    const size_t corr_size = qg_align64((size_t) m * (size_t) nblk * sizeof(int32_t));
+    const size_t dbs_size = has_min ? qg_align64((size_t) m * (size_t) nblk * sizeof(float)) : 0;
+    const size_t db_size = qg_align64((size_t) m * (size_t) nbb * sizeof(float));
     const size_t line_size = qg_align64((size_t) k);
-    char * mem = qg_scratch_get(u_size + 2 * s_size + info_size + line_size);
+    char * mem = qg_scratch_get(u_size + 2 * s_size + corr_size + dbs_size + db_size + line_size);
     if (mem == NULL) {
         return false;
     }
@@ -215,15 +223,21 @@ bool ggmlx_qgemm(enum ggml_type t, int64_t k, const void * a, size_t lda, int64_
         .ca = (float *) (mem + u_size + s_size),
         .k = k,
         .bk = bk,
+        .has_min = has_min,
     };
-    float * info = (float *) (mem + u_size + 2 * s_size);
-    uint8_t * line = (uint8_t *) (mem + u_size + 2 * s_size + info_size);
+    char * at = mem + u_size + 2 * s_size;
+    int32_t * corr = (int32_t *) at;
+    float * dbs = has_min ? (float *) (at + corr_size) : NULL;
+    float * db = (float *) (at + corr_size + dbs_size);
+    uint8_t * line = (uint8_t *) (at + corr_size + dbs_size + db_size);
 
     v.b = b;
     v.ldb = ldb;
-    v.nblk = nblk;
-    v.info = info;
-    qg_fill_info(&v, k, bk, m, info);
+    v.m = m;
+    v.corr = corr;
+    v.dbs = dbs;
+    v.db = db;
+    qg_fill_info(&v, k, bk, ggmlx_qgemm_unpack_offset(t), corr, dbs, db);
 
     for (int64_t i0 = 0; i0 < n; i0 += QG_NR) {
         const int nr = n - i0 < QG_NR ? (int) (n - i0) : QG_NR;
