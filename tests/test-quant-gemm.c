@@ -270,7 +270,8 @@ static void check_product(enum ggml_type t, int64_t n, int64_t m, int64_t k) {
     const struct fmt * f = fmt_of(t);
     cr_assert_not_null(f);
     const size_t arow = (size_t) (k / f->qk) * f->bsize, brow = (size_t) (k / act_qk(f->bt)) * act_block_size(f->bt);
-    const size_t lda = arow + 7, ldb = brow + 13, ldc = (size_t) n + 3;
+    /* padded strides keep the blocks' natural alignment (2 bytes; 4 for Q8_K's float), as tensors do */
+    const size_t lda = arow + 6, ldb = brow + 12, ldc = (size_t) n + 3;
     char * a = malloc(lda * (size_t) n);
     char * b = malloc(ldb * (size_t) m);
     float * c = malloc(sizeof(float) * ldc * (size_t) m);
@@ -487,4 +488,26 @@ Test(quant_gemm, threads_on_disjoint_rows_agree_portable) {
 Test(quant_gemm, threads_on_disjoint_rows_agree_avx512) {
     use_avx512();
     threads_agree_with_one_call();
+}
+
+/* ---- kernel names ------------------------------------------------------------------------------- */
+
+Test(quant_gemm, avx2_request_is_left_to_vec_dot) {
+#if defined(__x86_64__)
+    setenv("GGMLX_MATMUL_KERNEL", "avx2", 1);
+    check_declined(GGML_TYPE_Q4_0, 64);
+#else
+    cr_skip_test("x86 only");
+#endif
+}
+
+/* no AMX kernel exists: the request gets the best kernel the CPU has, and right products */
+Test(quant_gemm, amx_request_falls_back_to_a_working_kernel) {
+    if (!cpu_has_vnni()) {
+        cr_skip_test("no AVX-512 VNNI on this CPU: an amx request declines here");
+    }
+    setenv("GGMLX_MATMUL_KERNEL", "amx", 1);
+    rng_seed();
+    check_product(GGML_TYPE_Q8_0, 17, 9, 512);
+    check_product(GGML_TYPE_Q6_K, 17, 9, 512);
 }

@@ -6,8 +6,9 @@
  * stays at O(k * (QG_NR + m / 16)) bytes per thread whatever the size of the weights.
  *
  * GGMLX_MATMUL_KERNEL=portable forces the plain C kernel and =avx512 the AVX-512 VNNI one (as
- * for the float matmul, an ISA the CPU lacks falls back to what it has). Without a SIMD kernel
- * for the CPU, x86 callers get false and keep their vec_dot kernels.
+ * for the float matmul, an ISA the CPU lacks falls back to what it has; =amx, for which there is
+ * no kernel yet, gets the best there is); =avx2 declines, as does an x86 CPU without AVX-512
+ * VNNI, so that the caller keeps its vec_dot kernels.
  */
 #include "qgemm.h"
 
@@ -108,6 +109,10 @@ static qg_kernel_fn qg_pick_kernel(void) {
         return ggmlx_qgemm_kernel_portable;
     }
 #if defined(__x86_64__) && defined(__GNUC__)
+    /* forcing the float matmul to AVX2 is for testing the AVX2 kernels: leave the products to vec_dot's */
+    if (want != NULL && strcmp(want, "avx2") == 0) {
+        return NULL;
+    }
     if (qg_has_avx512_vnni()) {
         return ggmlx_qgemm_kernel_avx512;
     }
