@@ -329,8 +329,9 @@ static void check_type(enum ggml_type t) {
     rng_seed();
     static const int64_t sizes[] = { 1, 3, 17, 33 };
     const int64_t qk = fmt_of(t)->qk;
-    const int64_t ks[] = { qk, 512, 4096 };
-    for (size_t ik = 0; ik < 3; ik++) {
+    /* 3 * 32 = 96 leaves a part of the 64-byte k chunks the panel is built in */
+    const int64_t ks[] = { qk, 3 * qk, 512, 4096 };
+    for (size_t ik = 0; ik < sizeof ks / sizeof ks[0]; ik++) {
         for (size_t in = 0; in < 4; in++) {
             for (size_t im = 0; im < 4; im++) {
                 /* the longest rows only with the larger shapes, to keep the double reference quick */

@@ -70,6 +70,8 @@ void ggmlx_qgemm_kernel_portable(const struct qg_panel * p, int nr, const struct
 #if defined(__x86_64__) && defined(__GNUC__)
 void ggmlx_qgemm_kernel_avx512(const struct qg_panel * p, int nr, const struct qg_bview * b, int64_t m, float * c,
                                size_t ldc);
+/* QG_NR rows of k bytes each (row r at rows + r * k) into the panel layout of u */
+void ggmlx_qgemm_interleave_avx512(const uint8_t * rows, int64_t k, uint8_t * u);
 #endif
 
 /* the block size bk in elements that type t unpacks to (0: not supported) */

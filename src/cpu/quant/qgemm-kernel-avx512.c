@@ -112,6 +112,49 @@ QG_VARIANT(run_32_8_min, 32, 8, true)  /* Q4_K, Q5_K */
 QG_VARIANT(run_16_16, 16, 16, false)   /* Q3_K, Q6_K */
 QG_VARIANT(run_16_16_min, 16, 16, true) /* Q2_K */
 
+/*
+ * The panel layout is a transpose of 4-byte words: 16 rows of 16 words (64 bytes of k each)
+ * become 16 vectors of one word per row. Three rounds of unpacks and lane shuffles do it in
+ * registers.
+ */
+QG_TARGET void ggmlx_qgemm_interleave_avx512(const uint8_t * rows, int64_t k, uint8_t * u) {
+    int64_t t0 = 0;
+    for (; t0 + 16 <= k / 4; t0 += 16) {
+        __m512i r[16], x[16];
+        for (int i = 0; i < 16; i++) {
+            r[i] = _mm512_loadu_si512((const void *) (rows + (size_t) i * (size_t) k + 4 * t0));
+        }
+        /* pairs of rows: words 4l + {0,1} and 4l + {2,3} of each 128-bit lane l */
+        for (int i = 0; i < 16; i += 2) {
+            x[i] = _mm512_unpacklo_epi32(r[i], r[i + 1]);
+            x[i + 1] = _mm512_unpackhi_epi32(r[i], r[i + 1]);
+        }
+        /* quads of rows: r[4g + w] holds word 4l + w of rows 4g..4g+3 in lane l */
+        for (int g = 0; g < 4; g++) {
+            r[4 * g + 0] = _mm512_unpacklo_epi64(x[4 * g], x[4 * g + 2]);
+            r[4 * g + 1] = _mm512_unpackhi_epi64(x[4 * g], x[4 * g + 2]);
+            r[4 * g + 2] = _mm512_unpacklo_epi64(x[4 * g + 1], x[4 * g + 3]);
+            r[4 * g + 3] = _mm512_unpackhi_epi64(x[4 * g + 1], x[4 * g + 3]);
+        }
+        /* gather lane l of the four quads: word 4l + w of all 16 rows */
+        for (int w = 0; w < 4; w++) {
+            const __m512i ab02 = _mm512_shuffle_i32x4(r[w], r[4 + w], 0x88);
+            const __m512i ab13 = _mm512_shuffle_i32x4(r[w], r[4 + w], 0xdd);
+            const __m512i cd02 = _mm512_shuffle_i32x4(r[8 + w], r[12 + w], 0x88);
+            const __m512i cd13 = _mm512_shuffle_i32x4(r[8 + w], r[12 + w], 0xdd);
+            _mm512_storeu_si512((void *) (u + (size_t) (t0 + 0 + w) * 64), _mm512_shuffle_i32x4(ab02, cd02, 0x88));
+            _mm512_storeu_si512((void *) (u + (size_t) (t0 + 8 + w) * 64), _mm512_shuffle_i32x4(ab02, cd02, 0xdd));
+            _mm512_storeu_si512((void *) (u + (size_t) (t0 + 4 + w) * 64), _mm512_shuffle_i32x4(ab13, cd13, 0x88));
+            _mm512_storeu_si512((void *) (u + (size_t) (t0 + 12 + w) * 64), _mm512_shuffle_i32x4(ab13, cd13, 0xdd));
+        }
+    }
+    for (; t0 < k / 4; t0++) {
+        for (int i = 0; i < 16; i++) {
+            memcpy(u + (size_t) t0 * 64 + (size_t) i * 4, rows + (size_t) i * (size_t) k + 4 * t0, 4);
+        }
+    }
+}
+
 QG_TARGET void ggmlx_qgemm_kernel_avx512(const struct qg_panel * p, int nr, const struct qg_bview * b, int64_t m,
                                          float * c, size_t ldc) {
     const __mmask16 mask = (__mmask16) ((1u << nr) - 1u);

@@ -15,28 +15,62 @@
 static float h2f(ggmlx_half h) { return ggmlx_fp16_to_fp32(h); }
 
 /* the 32 nibbles of a 16-byte group: element j low, element j + 16 high */
-static void nibbles32(const uint8_t * qs, uint8_t * u) {
+static void nibbles32(const uint8_t * restrict qs, uint8_t * restrict u) {
     for (int j = 0; j < 16; j++) {
         u[j] = qs[j] & 15;
         u[j + 16] = qs[j] >> 4;
     }
 }
 
-static void fifth_bits32(const uint8_t qh_bytes[4], uint8_t * u) {
-    uint32_t qh;
-    memcpy(&qh, qh_bytes, sizeof qh);
-    for (int j = 0; j < 32; j++) {
-        u[j] |= (uint8_t) (((qh >> j) & 1) << 4);
+/* the 8 bits of x as bytes 0/1, bit i in byte i (three shift-and-mask steps, no loop over bits) */
+static uint64_t spread8(uint8_t x) {
+    uint64_t v = x;
+    v = (v | (v << 28)) & 0x0000000F0000000Full;
+    v = (v | (v << 14)) & 0x0003000300030003ull;
+    v = (v | (v << 7)) & 0x0101010101010101ull;
+    return v;
+}
+
+/* bit j of the 32-bit little-endian qh as bit 4 of u[j] */
+static void fifth_bits32(const uint8_t qh_bytes[4], uint8_t * restrict u) {
+    for (int g = 0; g < 4; g++) {
+        uint64_t w;
+        memcpy(&w, u + 8 * g, sizeof w);
+        w |= spread8(qh_bytes[g]) << 4;
+        memcpy(u + 8 * g, &w, sizeof w);
     }
 }
 
 /* offset-128 codebook values of IQ4_NL / IQ4_XS for the 32 nibbles of a group */
-static void iq4_values32(const uint8_t * qs, uint8_t * u) {
+static void iq4_values32_c(const uint8_t * restrict qs, uint8_t * restrict u) {
     for (int j = 0; j < 16; j++) {
         u[j] = (uint8_t) (ggmlx_kvalues_iq4nl[qs[j] & 15] + 128);
         u[j + 16] = (uint8_t) (ggmlx_kvalues_iq4nl[qs[j] >> 4] + 128);
     }
 }
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#    include <immintrin.h>
+
+/* the same with the 16-entry codebook as a byte shuffle */
+__attribute__((target("ssse3"))) static void iq4_values32_ssse3(const uint8_t * qs, uint8_t * u) {
+    const __m128i lut = _mm_xor_si128(_mm_loadu_si128((const __m128i *) ggmlx_kvalues_iq4nl), _mm_set1_epi8(-128));
+    const __m128i m4 = _mm_set1_epi8(15);
+    const __m128i q = _mm_loadu_si128((const __m128i *) qs);
+    _mm_storeu_si128((__m128i *) u, _mm_shuffle_epi8(lut, _mm_and_si128(q, m4)));
+    _mm_storeu_si128((__m128i *) (u + 16), _mm_shuffle_epi8(lut, _mm_and_si128(_mm_srli_epi16(q, 4), m4)));
+}
+
+static void iq4_values32(const uint8_t * qs, uint8_t * u) {
+    if (__builtin_cpu_supports("ssse3")) {
+        iq4_values32_ssse3(qs, u);
+    } else {
+        iq4_values32_c(qs, u);
+    }
+}
+#else
+static void iq4_values32(const uint8_t * qs, uint8_t * u) { iq4_values32_c(qs, u); }
+#endif
 
 /* the 6-bit scale and min of sub-block j of Q4_K / Q5_K */
 static void scale_min_k4(int j, const uint8_t * q, int * sc, int * mn) {
@@ -203,8 +237,10 @@ static void unpack_q3_k(const block_q3_K * x, int64_t nb, uint8_t * u, float * s
         uint8_t * v = u + QK_K * i;
         crumbs256(x[i].qs, v);
         /* values are -4..3; a set hmask bit means the +4 is already there, so u = q + 4 */
-        for (int e = 0; e < QK_K; e++) {
-            v[e] = (uint8_t) (v[e] + (((x[i].hmask[e % 32] >> (e / 32)) & 1) << 2));
+        for (int s = 0; s < 8; s++) {
+            for (int l = 0; l < 32; l++) {
+                v[32 * s + l] = (uint8_t) (v[32 * s + l] + (((x[i].hmask[l] >> s) & 1) << 2));
+            }
         }
         for (int s = 0; s < 16; s++) {
             const int lo = s < 8 ? x[i].scales[s] & 15 : x[i].scales[s - 8] >> 4;

@@ -102,23 +102,41 @@ static bool qg_has_avx512_vnni(void) {
 }
 #endif
 
-/* read per call, like the float matmul, so that tests can switch paths within one process */
-static qg_kernel_fn qg_pick_kernel(void) {
+/* the four bytes of k-step t of row r go to u[t * 64 + r * 4]: rows holds QG_NR rows of k bytes */
+static void qg_interleave_portable(const uint8_t * rows, int64_t k, uint8_t * u) {
+    for (int r = 0; r < QG_NR; r++) {
+        for (int64_t t = 0; t < k / 4; t++) {
+            memcpy(u + (size_t) t * 4 * QG_NR + (size_t) r * 4, rows + (size_t) r * (size_t) k + 4 * t, 4);
+        }
+    }
+}
+
+struct qg_isa {
+    qg_kernel_fn kernel;
+    void (*interleave)(const uint8_t * rows, int64_t k, uint8_t * u);
+};
+
+/* read per call, like the float matmul, so that tests can switch paths within one process; false: no kernel */
+static bool qg_pick(struct qg_isa * isa) {
     const char * want = getenv("GGMLX_MATMUL_KERNEL");
+    isa->kernel = ggmlx_qgemm_kernel_portable;
+    isa->interleave = qg_interleave_portable;
     if (want != NULL && strcmp(want, "portable") == 0) {
-        return ggmlx_qgemm_kernel_portable;
+        return true;
     }
 #if defined(__x86_64__) && defined(__GNUC__)
     /* forcing the float matmul to AVX2 is for testing the AVX2 kernels: leave the products to vec_dot's */
     if (want != NULL && strcmp(want, "avx2") == 0) {
-        return NULL;
+        return false;
     }
     if (qg_has_avx512_vnni()) {
-        return ggmlx_qgemm_kernel_avx512;
+        isa->kernel = ggmlx_qgemm_kernel_avx512;
+        isa->interleave = ggmlx_qgemm_interleave_avx512;
+        return true;
     }
-    return NULL;
+    return false;
 #else
-    return ggmlx_qgemm_kernel_portable;
+    return true;
 #endif
 }
 
@@ -176,23 +194,22 @@ static void * qg_scratch_get(size_t size) {
 static size_t qg_align64(size_t x) { return (x + 63) / 64 * 64; }
 
 /* rows [i0, i0 + nr) of a into the panel; the rows past nr are zeroed so they add nothing */
-static void qg_pack_panel(enum ggml_type t, const char * a, size_t lda, int64_t i0, int nr, struct qg_panel * p,
-                          uint8_t * line) {
+static void qg_pack_panel(const struct qg_isa * isa, enum ggml_type t, const char * a, size_t lda, int64_t i0, int nr,
+                          struct qg_panel * p, uint8_t * rows) {
     const int64_t k = p->k, nblk = k / p->bk;
     for (int r = 0; r < QG_NR; r++) {
+        uint8_t * row = rows + (size_t) r * (size_t) k;
         if (r < nr) {
-            ggmlx_qgemm_unpack_row(t, a + (size_t) (i0 + r) * lda, k, line, p->sa + r, p->ca + r, QG_NR);
+            ggmlx_qgemm_unpack_row(t, a + (size_t) (i0 + r) * lda, k, row, p->sa + r, p->ca + r, QG_NR);
         } else {
-            memset(line, 0, (size_t) k);
+            memset(row, 0, (size_t) k);
             for (int64_t blk = 0; blk < nblk; blk++) {
                 p->sa[blk * QG_NR + r] = 0.0f;
                 p->ca[blk * QG_NR + r] = 0.0f;
             }
         }
-        for (int64_t k4 = 0; k4 < k / 4; k4++) {
-            memcpy(p->u + (size_t) k4 * 4 * QG_NR + (size_t) r * 4, line + 4 * k4, 4);
-        }
     }
+    isa->interleave(rows, k, p->u);
 }
 
 bool ggmlx_qgemm(enum ggml_type t, int64_t k, const void * a, size_t lda, int64_t n, const void * b, size_t ldb,
@@ -203,8 +220,8 @@ bool ggmlx_qgemm(enum ggml_type t, int64_t k, const void * a, size_t lda, int64_
         n < 0 || m < 0) {
         return false;
     }
-    const qg_kernel_fn kernel = qg_pick_kernel();
-    if (kernel == NULL) {
+    struct qg_isa isa;
+    if (!qg_pick(&isa)) {
         return false;
     }
     if (n == 0 || m == 0) {
@@ -217,8 +234,8 @@ bool ggmlx_qgemm(enum ggml_type t, int64_t k, const void * a, size_t lda, int64_
     const size_t corr_size = qg_align64((size_t) m * (size_t) nblk * sizeof(int32_t));
     const size_t dbs_size = has_min ? qg_align64((size_t) m * (size_t) nblk * sizeof(float)) : 0;
     const size_t db_size = qg_align64((size_t) m * (size_t) nbb * sizeof(float));
-    const size_t line_size = qg_align64((size_t) k);
-    char * mem = qg_scratch_get(u_size + 2 * s_size + corr_size + dbs_size + db_size + line_size);
+    const size_t rows_size = qg_align64((size_t) k * QG_NR);
+    char * mem = qg_scratch_get(u_size + 2 * s_size + corr_size + dbs_size + db_size + rows_size);
     if (mem == NULL) {
         return false;
     }
@@ -234,7 +251,7 @@ bool ggmlx_qgemm(enum ggml_type t, int64_t k, const void * a, size_t lda, int64_
     int32_t * corr = (int32_t *) at;
     float * dbs = has_min ? (float *) (at + corr_size) : NULL;
     float * db = (float *) (at + corr_size + dbs_size);
-    uint8_t * line = (uint8_t *) (at + corr_size + dbs_size + db_size);
+    uint8_t * rows = (uint8_t *) (at + corr_size + dbs_size + db_size);
 
     v.b = b;
     v.ldb = ldb;
@@ -246,8 +263,8 @@ bool ggmlx_qgemm(enum ggml_type t, int64_t k, const void * a, size_t lda, int64_
 
     for (int64_t i0 = 0; i0 < n; i0 += QG_NR) {
         const int nr = n - i0 < QG_NR ? (int) (n - i0) : QG_NR;
-        qg_pack_panel(t, a, lda, i0, nr, &p, line);
-        kernel(&p, nr, &v, m, c + i0, ldc);
+        qg_pack_panel(&isa, t, a, lda, i0, nr, &p, rows);
+        isa.kernel(&p, nr, &v, m, c + i0, ldc);
     }
     return true;
 }
