@@ -266,7 +266,9 @@ static void rand_act_block(enum ggml_type bt, void * blk) {
  * of c must stay untouched. The tolerance is relative to sum |a_e * b_e| per output (a kernel
  * bug is of the order of that sum; float rounding is far below 1e-4 of it).
  */
-static void check_product(enum ggml_type t, int64_t n, int64_t m, int64_t k) {
+typedef void (*act_hook)(void * blk, enum ggml_type bt);
+
+static void check_product_hooked(enum ggml_type t, int64_t n, int64_t m, int64_t k, act_hook hook) {
     const struct fmt * f = fmt_of(t);
     cr_assert_not_null(f);
     const size_t arow = (size_t) (k / f->qk) * f->bsize, brow = (size_t) (k / act_qk(f->bt)) * act_block_size(f->bt);
@@ -292,6 +294,9 @@ static void check_product(enum ggml_type t, int64_t n, int64_t m, int64_t k) {
         for (int64_t blk = 0; blk < k / bqk; blk++) {
             void * x = b + (size_t) j * ldb + (size_t) blk * act_block_size(f->bt);
             rand_act_block(f->bt, x);
+            if (hook != NULL && blk == 0) {
+                hook(x, f->bt);
+            }
             for (int e = 0; e < bqk; e++) {
                 bd[j * k + blk * bqk + e] = deq(f->bt, x, e);
             }
@@ -324,6 +329,8 @@ static void check_product(enum ggml_type t, int64_t n, int64_t m, int64_t k) {
     free(ad);
     free(bd);
 }
+
+static void check_product(enum ggml_type t, int64_t n, int64_t m, int64_t k) { check_product_hooked(t, n, m, k, NULL); }
 
 static void check_type(enum ggml_type t) {
     rng_seed();
@@ -511,4 +518,41 @@ Test(quant_gemm, amx_request_falls_back_to_a_working_kernel) {
     rng_seed();
     check_product(GGML_TYPE_Q8_0, 17, 9, 512);
     check_product(GGML_TYPE_Q6_K, 17, 9, 512);
+}
+
+/* ---- activation blocks a quantizer left all zero ------------------------------------------------ */
+
+/* upstream's Q8_K quantizer leaves bsums as they were when a block is all zero: d = 0 must win */
+static void zero_block_stale_sums(void * blk, enum ggml_type bt) {
+    if (bt == GGML_TYPE_Q8_K) {
+        block_q8_K * x = blk;
+        x->d = 0.0f;
+        memset(x->qs, 0, sizeof x->qs);
+        for (int g = 0; g < QK_K / 16; g++) {
+            x->bsums[g] = (int16_t) (12345 - 1000 * g);
+        }
+    } else {
+        block_q8_0 * x = blk;
+        x->d = 0;
+        memset(x->qs, 0, sizeof x->qs);
+    }
+}
+
+static void check_zero_blocks(void) {
+    rng_seed();
+    static const enum ggml_type types[] = { GGML_TYPE_Q4_0, GGML_TYPE_Q8_0, GGML_TYPE_Q2_K, GGML_TYPE_Q4_K,
+                                            GGML_TYPE_Q6_K, GGML_TYPE_IQ4_XS };
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
+        check_product_hooked(types[i], 17, 9, 512, zero_block_stale_sums);
+    }
+}
+
+Test(quant_gemm, zero_activation_blocks_with_stale_sums_add_nothing_portable) {
+    use_portable();
+    check_zero_blocks();
+}
+
+Test(quant_gemm, zero_activation_blocks_with_stale_sums_add_nothing_avx512) {
+    use_avx512();
+    check_zero_blocks();
 }
