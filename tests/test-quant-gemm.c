@@ -353,9 +353,8 @@ static void check_type(enum ggml_type t) {
 
 static bool cpu_has_vnni(void) {
 #if defined(__x86_64__) && defined(__GNUC__)
-    __builtin_cpu_init();
     return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni");
+           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("f16c");
 #else
     return false;
 #endif

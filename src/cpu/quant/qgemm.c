@@ -1,14 +1,19 @@
 /*
  * qgemm.c -- ggmlx_qgemm: the quantized batched GEMM's driver. It picks a micro-kernel, reads
- * the activations' block scales once per call (db and db * sum(q) per block, for every row of
- * b), then unpacks QG_NR rows of the weights at a time into a per-thread panel and runs the
- * micro-kernel over all rows of b against it. Only one panel of a is ever unpacked, so memory
- * stays at O(k * (QG_NR + m / 16)) bytes per thread whatever the size of the weights.
+ * the activations' per-block scalars once per call (db, the offset correction -o * sum(q) and
+ * db * sum(q), for every row of b), then unpacks QG_NR rows of the weights at a time into a
+ * per-thread panel and runs the micro-kernel over all rows of b against it. Only one panel of a
+ * is ever unpacked: the scratch is about 32 * k bytes plus 12 bytes per row of b and block of
+ * 32 (16 for Q2_K, Q3_K, Q6_K), whatever the size of the weights.
+ *
+ * Both preparations are paid per call, so callers should pass many rows: all the activation
+ * rows and at least 64 weight rows per call keep them to a few percent.
+ * Rows must keep the natural alignment of their blocks (2 bytes, 4 for Q8_K), as tensors do.
  *
  * GGMLX_MATMUL_KERNEL=portable forces the plain C kernel and =avx512 the AVX-512 VNNI one (as
  * for the float matmul, an ISA the CPU lacks falls back to what it has; =amx, for which there is
- * no kernel yet, gets the best there is); =avx2 declines, as does an x86 CPU without AVX-512
- * VNNI, so that the caller keeps its vec_dot kernels.
+ * no kernel, gets the best there is); =avx2 declines, as does an x86 CPU without AVX-512 VNNI,
+ * so that the caller keeps its vec_dot kernels.
  */
 #include "qgemm.h"
 
@@ -116,7 +121,6 @@ static void qg_fill_info(const struct qg_bview * v, int64_t m, int bk, int off, 
 
 #if defined(__x86_64__) && defined(__GNUC__)
 static bool qg_has_avx512_vnni(void) {
-    __builtin_cpu_init();
     return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
            __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("f16c");
 }
