@@ -8,6 +8,7 @@
  * quantizer would produce.
  */
 #include "ggml-math.h"
+#include "quant/qgemm-impl.h"
 #include "quant/qgemm.h"
 #include "quant/quant-blocks.h"
 #include "quant/quant-tables.h"
@@ -369,6 +370,18 @@ static void use_avx512(void) {
     setenv("GGMLX_MATMUL_KERNEL", "avx512", 1);
 }
 
+/* the AMX kernel where the CPU and OS allow it (checked as the library checks: CPUID, permission, probe) */
+static void use_amx(void) {
+#if defined(__x86_64__) && defined(__GNUC__) && defined(__linux__)
+    if (!cpu_has_vnni() || !ggmlx_qgemm_amx_available()) {
+        cr_skip_test("no usable AMX-INT8 here (CPUID, the OS's permission or the probe said no): the amx path is not tested");
+    }
+    setenv("GGMLX_MATMUL_KERNEL", "amx", 1);
+#else
+    cr_skip_test("AMX is only used on x86-64 Linux");
+#endif
+}
+
 #define TYPE_TESTS(name, type)                                                                                       \
     Test(quant_gemm, name##_portable_matches_reference) {                                                            \
         use_portable();                                                                                               \
@@ -376,6 +389,10 @@ static void use_avx512(void) {
     }                                                                                                                 \
     Test(quant_gemm, name##_avx512_matches_reference) {                                                              \
         use_avx512();                                                                                                 \
+        check_type(type);                                                                                             \
+    }                                                                                                                 \
+    Test(quant_gemm, name##_amx_matches_reference) {                                                                 \
+        use_amx();                                                                                                    \
         check_type(type);                                                                                             \
     }
 
@@ -497,6 +514,11 @@ Test(quant_gemm, threads_on_disjoint_rows_agree_avx512) {
     threads_agree_with_one_call();
 }
 
+Test(quant_gemm, threads_on_disjoint_rows_agree_amx) {
+    use_amx();
+    threads_agree_with_one_call();
+}
+
 /* ---- kernel names ------------------------------------------------------------------------------- */
 
 Test(quant_gemm, avx2_request_is_left_to_vec_dot) {
@@ -508,8 +530,8 @@ Test(quant_gemm, avx2_request_is_left_to_vec_dot) {
 #endif
 }
 
-/* no AMX kernel exists: the request gets the best kernel the CPU has, and right products */
-Test(quant_gemm, amx_request_falls_back_to_a_working_kernel) {
+/* an amx request gets right products whether or not this machine can run AMX (the VNNI kernel if not) */
+Test(quant_gemm, amx_request_gives_right_products_anywhere) {
     if (!cpu_has_vnni()) {
         cr_skip_test("no AVX-512 VNNI on this CPU: an amx request declines here");
     }
@@ -554,4 +576,30 @@ Test(quant_gemm, zero_activation_blocks_with_stale_sums_add_nothing_portable) {
 Test(quant_gemm, zero_activation_blocks_with_stale_sums_add_nothing_avx512) {
     use_avx512();
     check_zero_blocks();
+}
+
+Test(quant_gemm, zero_activation_blocks_with_stale_sums_add_nothing_amx) {
+    use_amx();
+    check_zero_blocks();
+}
+
+/* the check runs once; asking again, from another thread too, gives the same answer */
+static void * amx_answer(void * out) {
+    *(bool *) out = ggmlx_qgemm_amx_available();
+    return NULL;
+}
+
+Test(quant_gemm, amx_check_is_stable_across_calls_and_threads) {
+#if defined(__x86_64__) && defined(__GNUC__) && defined(__linux__)
+    const bool first = ggmlx_qgemm_amx_available();
+    bool other = !first;
+    pthread_t th;
+    cr_assert_eq(pthread_create(&th, NULL, amx_answer, &other), 0);
+    pthread_join(th, NULL);
+    cr_assert_eq(other, first);
+    cr_assert_eq(ggmlx_qgemm_amx_available(), first);
+    cr_log_info("AMX usable here: %s", first ? "yes" : "no");
+#else
+    cr_skip_test("AMX is only used on x86-64 Linux");
+#endif
 }

@@ -85,6 +85,12 @@ void ggmlx_qgemm_row_sums32_avx512(const char * row, int64_t nbb, size_t bsize, 
                                    int32_t * sum);
 void ggmlx_qgemm_kernel_avx512(const struct qg_panel * p, int nr, const struct qg_bview * b, int64_t m, float * c,
                                size_t ldc);
+#    if defined(__linux__)
+/* whether this process may use the AMX kernel (checked once: CPUID, the OS's permission, a probe) */
+bool ggmlx_qgemm_amx_available(void);
+void ggmlx_qgemm_kernel_amx(const struct qg_panel * p, int nr, const struct qg_bview * b, int64_t m, float * c,
+                            size_t ldc);
+#    endif
 /* QG_NR rows of k bytes each (row r at rows + r * k) into the panel layout of u */
 void ggmlx_qgemm_interleave_avx512(const uint8_t * rows, int64_t k, uint8_t * u);
 #endif

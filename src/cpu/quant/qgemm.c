@@ -10,9 +10,9 @@
  * rows and at least 64 weight rows per call keep them to a few percent.
  * Rows must keep the natural alignment of their blocks (2 bytes, 4 for Q8_K), as tensors do.
  *
- * GGMLX_MATMUL_KERNEL=portable forces the plain C kernel and =avx512 the AVX-512 VNNI one (as
- * for the float matmul, an ISA the CPU lacks falls back to what it has; =amx, for which there is
- * no kernel, gets the best there is); =avx2 declines, as does an x86 CPU without AVX-512 VNNI,
+ * GGMLX_MATMUL_KERNEL=portable forces the plain C kernel, =avx512 the AVX-512 VNNI one and =amx
+ * the AMX one (Linux; as for the float matmul, an ISA the CPU or OS lacks falls back to what it
+ * has). AMX is used only on request. =avx2 declines, as does an x86 CPU without AVX-512 VNNI,
  * so that the caller keeps its vec_dot kernels.
  */
 #include "qgemm.h"
@@ -156,7 +156,13 @@ static bool qg_pick(struct qg_isa * isa) {
         return false;
     }
     if (qg_has_avx512_vnni()) {
+#    if defined(__linux__)
+        /* AMX only on request until it has been measured against the VNNI kernel where it exists */
+        const bool amx = want != NULL && strcmp(want, "amx") == 0 && ggmlx_qgemm_amx_available();
+        isa->kernel = amx ? ggmlx_qgemm_kernel_amx : ggmlx_qgemm_kernel_avx512;
+#    else
         isa->kernel = ggmlx_qgemm_kernel_avx512;
+#    endif
         isa->interleave = ggmlx_qgemm_interleave_avx512;
         isa->row_sums32 = ggmlx_qgemm_row_sums32_avx512;
         return true;
