@@ -437,7 +437,8 @@ Test(quant_k_edge, all_zeros_give_zeros_and_valid_blocks) {
             }
             dequant(t, q, y, QK_K);
             for (int j = 0; j < QK_K; j++) {
-                cr_assert_eq(fabsf(y[j]), 0.0f, "%s pass %d element %d is %g", ggml_type_name(t), pass, j, (double) y[j]);
+                cr_assert_eq(fabsf(y[j]), 0.0f, "%s pass %d element %d is %g", ggml_type_name(t), pass, j,
+                             (double) y[j]);
             }
             cr_assert(ggml_validate_row_data(t, q, ggml_row_size(t, QK_K)), "%s of zeros is valid", ggml_type_name(t));
         }
