@@ -8,6 +8,7 @@
 #include "quant/quant-iq.h"
 #include "quant/quant-k.h"
 #include "quant/quant-legacy.h"
+#include "quant/quant-validate.h"
 
 static void f16_to_f32_row(const void * GGML_RESTRICT x, float * GGML_RESTRICT y, int64_t k) {
     ggml_fp16_to_fp32_row((const ggml_fp16_t *) x, y, k);
@@ -74,37 +75,56 @@ static const struct ggml_type_traits k_type_traits[GGML_TYPE_COUNT] = {
     [38] = { .type_name = "TYPE_IQ4_NL_8_8 REMOVED, use IQ4_NL with runtime repacking", .blck_size = 0, .type_size = 0, .is_quantized = false },
 
     /* ---- 32-element legacy formats, the FP4 formats, the low-bit and ternary formats (quant-legacy.h) ---- */
-    [2] = { .type_name = "q4_0", .blck_size = 32, .type_size = 18, .is_quantized = true },
-    [3] = { .type_name = "q4_1", .blck_size = 32, .type_size = 20, .is_quantized = true },
-    [6] = { .type_name = "q5_0", .blck_size = 32, .type_size = 22, .is_quantized = true },
-    [7] = { .type_name = "q5_1", .blck_size = 32, .type_size = 24, .is_quantized = true },
-    [8] = { .type_name = "q8_0", .blck_size = 32, .type_size = 34, .is_quantized = true },
-    [9] = { .type_name = "q8_1", .blck_size = 32, .type_size = 36, .is_quantized = true },
-    [39] = { .type_name = "mxfp4", .blck_size = 32, .type_size = 17, .is_quantized = true },
-    [40] = { .type_name = "nvfp4", .blck_size = 64, .type_size = 36, .is_quantized = true },
-    [41] = { .type_name = "q1_0", .blck_size = 128, .type_size = 18, .is_quantized = true },
-    [42] = { .type_name = "q2_0", .blck_size = 64, .type_size = 18, .is_quantized = true },
-    [34] = { .type_name = "tq1_0", .blck_size = 256, .type_size = 54, .is_quantized = true },
-    [35] = { .type_name = "tq2_0", .blck_size = 256, .type_size = 66, .is_quantized = true },
+    [2] = { .type_name = "q4_0", .blck_size = 32, .type_size = 18, .is_quantized = true,
+             .to_float = ggmlx_dequantize_row_q4_0, .from_float_ref = ggmlx_quantize_row_q4_0_ref },
+    [3] = { .type_name = "q4_1", .blck_size = 32, .type_size = 20, .is_quantized = true,
+             .to_float = ggmlx_dequantize_row_q4_1, .from_float_ref = ggmlx_quantize_row_q4_1_ref },
+    [6] = { .type_name = "q5_0", .blck_size = 32, .type_size = 22, .is_quantized = true,
+             .to_float = ggmlx_dequantize_row_q5_0, .from_float_ref = ggmlx_quantize_row_q5_0_ref },
+    [7] = { .type_name = "q5_1", .blck_size = 32, .type_size = 24, .is_quantized = true,
+             .to_float = ggmlx_dequantize_row_q5_1, .from_float_ref = ggmlx_quantize_row_q5_1_ref },
+    [8] = { .type_name = "q8_0", .blck_size = 32, .type_size = 34, .is_quantized = true,
+             .to_float = ggmlx_dequantize_row_q8_0, .from_float_ref = ggmlx_quantize_row_q8_0_ref },
+    [9] = { .type_name = "q8_1", .blck_size = 32, .type_size = 36, .is_quantized = true, .from_float_ref = ggmlx_quantize_row_q8_1_ref },
+    [39] = { .type_name = "mxfp4", .blck_size = 32, .type_size = 17, .is_quantized = true,
+             .to_float = ggmlx_dequantize_row_mxfp4, .from_float_ref = ggmlx_quantize_row_mxfp4_ref },
+    [40] = { .type_name = "nvfp4", .blck_size = 64, .type_size = 36, .is_quantized = true,
+             .to_float = ggmlx_dequantize_row_nvfp4, .from_float_ref = ggmlx_quantize_row_nvfp4_ref },
+    [41] = { .type_name = "q1_0", .blck_size = 128, .type_size = 18, .is_quantized = true,
+             .to_float = ggmlx_dequantize_row_q1_0, .from_float_ref = ggmlx_quantize_row_q1_0_ref },
+    [42] = { .type_name = "q2_0", .blck_size = 64, .type_size = 18, .is_quantized = true,
+             .to_float = ggmlx_dequantize_row_q2_0, .from_float_ref = ggmlx_quantize_row_q2_0_ref },
+    [34] = { .type_name = "tq1_0", .blck_size = 256, .type_size = 54, .is_quantized = true,
+             .to_float = ggmlx_dequantize_row_tq1_0, .from_float_ref = ggmlx_quantize_row_tq1_0_ref },
+    [35] = { .type_name = "tq2_0", .blck_size = 256, .type_size = 66, .is_quantized = true,
+             .to_float = ggmlx_dequantize_row_tq2_0, .from_float_ref = ggmlx_quantize_row_tq2_0_ref },
 
     /* ---- K-quants and the non-linear 4-bit formats (quant-k.h) ---- */
-    [10] = { .type_name = "q2_K", .blck_size = 256, .type_size = 84, .is_quantized = true },
-    [11] = { .type_name = "q3_K", .blck_size = 256, .type_size = 110, .is_quantized = true },
-    [12] = { .type_name = "q4_K", .blck_size = 256, .type_size = 144, .is_quantized = true },
-    [13] = { .type_name = "q5_K", .blck_size = 256, .type_size = 176, .is_quantized = true },
-    [14] = { .type_name = "q6_K", .blck_size = 256, .type_size = 210, .is_quantized = true },
+    [10] = { .type_name = "q2_K", .blck_size = 256, .type_size = 84, .is_quantized = true,
+             .to_float = ggmlx_dequantize_row_q2_K, .from_float_ref = ggmlx_quantize_row_q2_K_ref },
+    [11] = { .type_name = "q3_K", .blck_size = 256, .type_size = 110, .is_quantized = true,
+             .to_float = ggmlx_dequantize_row_q3_K, .from_float_ref = ggmlx_quantize_row_q3_K_ref },
+    [12] = { .type_name = "q4_K", .blck_size = 256, .type_size = 144, .is_quantized = true,
+             .to_float = ggmlx_dequantize_row_q4_K, .from_float_ref = ggmlx_quantize_row_q4_K_ref },
+    [13] = { .type_name = "q5_K", .blck_size = 256, .type_size = 176, .is_quantized = true,
+             .to_float = ggmlx_dequantize_row_q5_K, .from_float_ref = ggmlx_quantize_row_q5_K_ref },
+    [14] = { .type_name = "q6_K", .blck_size = 256, .type_size = 210, .is_quantized = true,
+             .to_float = ggmlx_dequantize_row_q6_K, .from_float_ref = ggmlx_quantize_row_q6_K_ref },
+    /* as upstream: no conversions, Q8_K is made only by the CPU backend (ggmlx_quantize_row_q8_K_ref) */
     [15] = { .type_name = "q8_K", .blck_size = 256, .type_size = 292, .is_quantized = true },
-    [20] = { .type_name = "iq4_nl", .blck_size = 32, .type_size = 18, .is_quantized = true },
-    [23] = { .type_name = "iq4_xs", .blck_size = 256, .type_size = 136, .is_quantized = true },
+    [20] = { .type_name = "iq4_nl", .blck_size = 32, .type_size = 18, .is_quantized = true,
+             .to_float = ggmlx_dequantize_row_iq4_nl, .from_float_ref = ggmlx_quantize_row_iq4_nl_ref },
+    [23] = { .type_name = "iq4_xs", .blck_size = 256, .type_size = 136, .is_quantized = true,
+             .to_float = ggmlx_dequantize_row_iq4_xs, .from_float_ref = ggmlx_quantize_row_iq4_xs_ref },
 
     /* ---- codebook (IQ) formats (quant-iq.h) ---- */
-    [16] = { .type_name = "iq2_xxs", .blck_size = 256, .type_size = 66, .is_quantized = true },
-    [17] = { .type_name = "iq2_xs", .blck_size = 256, .type_size = 74, .is_quantized = true },
-    [22] = { .type_name = "iq2_s", .blck_size = 256, .type_size = 82, .is_quantized = true },
-    [18] = { .type_name = "iq3_xxs", .blck_size = 256, .type_size = 98, .is_quantized = true },
-    [21] = { .type_name = "iq3_s", .blck_size = 256, .type_size = 110, .is_quantized = true },
-    [19] = { .type_name = "iq1_s", .blck_size = 256, .type_size = 50, .is_quantized = true },
-    [29] = { .type_name = "iq1_m", .blck_size = 256, .type_size = 56, .is_quantized = true },
+    [16] = { .type_name = "iq2_xxs", .blck_size = 256, .type_size = 66, .is_quantized = true, .to_float = ggmlx_dequantize_row_iq2_xxs },
+    [17] = { .type_name = "iq2_xs", .blck_size = 256, .type_size = 74, .is_quantized = true, .to_float = ggmlx_dequantize_row_iq2_xs },
+    [22] = { .type_name = "iq2_s", .blck_size = 256, .type_size = 82, .is_quantized = true, .to_float = ggmlx_dequantize_row_iq2_s, .from_float_ref = ggmlx_quantize_row_iq2_s_ref },
+    [18] = { .type_name = "iq3_xxs", .blck_size = 256, .type_size = 98, .is_quantized = true, .to_float = ggmlx_dequantize_row_iq3_xxs, .from_float_ref = ggmlx_quantize_row_iq3_xxs_ref },
+    [21] = { .type_name = "iq3_s", .blck_size = 256, .type_size = 110, .is_quantized = true, .to_float = ggmlx_dequantize_row_iq3_s, .from_float_ref = ggmlx_quantize_row_iq3_s_ref },
+    [19] = { .type_name = "iq1_s", .blck_size = 256, .type_size = 50, .is_quantized = true, .to_float = ggmlx_dequantize_row_iq1_s },
+    [29] = { .type_name = "iq1_m", .blck_size = 256, .type_size = 56, .is_quantized = true, .to_float = ggmlx_dequantize_row_iq1_m },
 };
 
 _Static_assert(sizeof(k_op_names) / sizeof(k_op_names[0]) == GGML_OP_COUNT, "an op has no name");
@@ -345,8 +365,13 @@ bool ggml_validate_row_data(enum ggml_type type, const void * data, size_t nbyte
             }
         }
         break;
+    case GGML_TYPE_I8:
+    case GGML_TYPE_I16:
+    case GGML_TYPE_I32:
+    case GGML_TYPE_I64:
+        break; /* every bit pattern is an integer */
     default:
-        break; /* integers are always valid; quantized block scales are not checked yet */
+        return ggmlx_validate_quant_blocks(__func__, type, data, n);
     }
     return true;
 }
