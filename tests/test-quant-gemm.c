@@ -603,3 +603,28 @@ Test(quant_gemm, amx_check_is_stable_across_calls_and_threads) {
     cr_skip_test("AMX is only used on x86-64 Linux");
 #endif
 }
+
+/* ---- many activation rows ----------------------------------------------------------------------- */
+
+/* more rows of b than one pass of the driver takes (1024): every pass lands in its rows of c */
+static void check_long_batch(void) {
+    rng_seed();
+    check_product(GGML_TYPE_Q4_0, 17, 1100, 64);
+    check_product(GGML_TYPE_Q4_1, 3, 1031, 32);
+    check_product(GGML_TYPE_Q6_K, 17, 1100, 256);
+}
+
+Test(quant_gemm, more_activation_rows_than_one_pass_portable) {
+    use_portable();
+    check_long_batch();
+}
+
+Test(quant_gemm, more_activation_rows_than_one_pass_avx512) {
+    use_avx512();
+    check_long_batch();
+}
+
+Test(quant_gemm, more_activation_rows_than_one_pass_amx) {
+    use_amx();
+    check_long_batch();
+}

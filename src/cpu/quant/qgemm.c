@@ -2,9 +2,9 @@
  * qgemm.c -- ggmlx_qgemm: the quantized batched GEMM's driver. It picks a micro-kernel, reads
  * the activations' per-block scalars once per call (db, the offset correction -o * sum(q) and
  * db * sum(q), for every row of b), then unpacks QG_NR rows of the weights at a time into a
- * per-thread panel and runs the micro-kernel over all rows of b against it. Only one panel of a
- * is ever unpacked: the scratch is about 32 * k bytes plus 12 bytes per row of b and block of
- * 32 (16 for Q2_K, Q3_K, Q6_K), whatever the size of the weights.
+ * per-thread panel and runs the micro-kernel over all rows of b against it (b in passes of
+ * QG_MCHUNK rows). Only one panel of a is ever unpacked: the scratch is about 32 * k bytes plus
+ * 12 bytes per row of a pass and block of 32 (16 for Q2_K, Q3_K, Q6_K), whatever the sizes.
  *
  * Both preparations are paid per call, so callers should pass many rows: all the activation
  * rows and at least 64 weight rows per call keep them to a few percent.
@@ -224,6 +224,14 @@ static void * qg_scratch_get(size_t size) {
 
 /* ---- driver ------------------------------------------------------------------------------------- */
 
+/*
+ * Rows of b per pass: bounds the per-row scalars (12 bytes per row and block) whatever m is, at
+ * the price of unpacking the weights once more per pass. A multiple of 16 (the AMX tile height).
+ */
+#ifndef QG_MCHUNK
+#    define QG_MCHUNK 1024
+#endif
+
 static size_t qg_align64(size_t x) { return (x + 63) / 64 * 64; }
 
 /* rows [i0, i0 + nr) of a into the panel; the rows past nr are zeroed so they add nothing */
@@ -264,7 +272,8 @@ bool ggmlx_qgemm(enum ggml_type t, int64_t k, const void * a, size_t lda, int64_
     const int64_t nblk = k / bk, nbb = k / v.qk;
     const size_t u_size = qg_align64((size_t) k * QG_NR);
     const size_t s_size = qg_align64((size_t) nblk * QG_NR * sizeof(float));
-    const size_t mg = (size_t) ((m + QG_MG - 1) / QG_MG * QG_MG); /* rows of b, whole groups */
+    const int64_t mc = m < QG_MCHUNK ? m : QG_MCHUNK;
+    const size_t mg = (size_t) ((mc + QG_MG - 1) / QG_MG * QG_MG); /* rows of b per chunk, whole groups */
     const size_t corr_size = qg_align64(mg * (size_t) nblk * sizeof(int32_t));
     const size_t dbs_size = has_min ? qg_align64(mg * (size_t) nblk * sizeof(float)) : 0;
     const size_t db_size = qg_align64(mg * (size_t) nbb * sizeof(float));
@@ -289,19 +298,21 @@ bool ggmlx_qgemm(enum ggml_type t, int64_t k, const void * a, size_t lda, int64_
     uint8_t * rows = (uint8_t *) (at + corr_size + dbs_size + db_size);
     void * tmp = at + corr_size + dbs_size + db_size + rows_size;
 
-    v.b = b;
     v.ldb = ldb;
     v.nblk = nblk;
     v.nbb = nbb;
     v.corr = corr;
     v.dbs = dbs;
     v.db = db;
-    qg_fill_info(&v, m, bk, ggmlx_qgemm_unpack_offset(t), corr, dbs, db, isa.row_sums32, tmp);
-
-    for (int64_t i0 = 0; i0 < n; i0 += QG_NR) {
-        const int nr = n - i0 < QG_NR ? (int) (n - i0) : QG_NR;
-        qg_pack_panel(&isa, t, a, lda, i0, nr, &p, rows);
-        isa.kernel(&p, nr, &v, m, c + i0, ldc);
+    for (int64_t j0 = 0; j0 < m; j0 += mc) {
+        const int64_t mj = m - j0 < mc ? m - j0 : mc;
+        v.b = (const char *) b + (size_t) j0 * ldb;
+        qg_fill_info(&v, mj, bk, ggmlx_qgemm_unpack_offset(t), corr, dbs, db, isa.row_sums32, tmp);
+        for (int64_t i0 = 0; i0 < n; i0 += QG_NR) {
+            const int nr = n - i0 < QG_NR ? (int) (n - i0) : QG_NR;
+            qg_pack_panel(&isa, t, a, lda, i0, nr, &p, rows);
+            isa.kernel(&p, nr, &v, mj, c + (size_t) j0 * ldc + (size_t) i0, ldc);
+        }
     }
     return true;
 }
