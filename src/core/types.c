@@ -110,7 +110,8 @@ static const struct ggml_type_traits k_type_traits[GGML_TYPE_COUNT] = {
              .to_float = ggmlx_dequantize_row_q5_K, .from_float_ref = ggmlx_quantize_row_q5_K_ref },
     [14] = { .type_name = "q6_K", .blck_size = 256, .type_size = 210, .is_quantized = true,
              .to_float = ggmlx_dequantize_row_q6_K, .from_float_ref = ggmlx_quantize_row_q6_K_ref },
-    [15] = { .type_name = "q8_K", .blck_size = 256, .type_size = 292, .is_quantized = true, .from_float_ref = ggmlx_quantize_row_q8_K_ref },
+    /* as upstream: no conversions, Q8_K is made only by the CPU backend (ggmlx_quantize_row_q8_K_ref) */
+    [15] = { .type_name = "q8_K", .blck_size = 256, .type_size = 292, .is_quantized = true },
     [20] = { .type_name = "iq4_nl", .blck_size = 32, .type_size = 18, .is_quantized = true,
              .to_float = ggmlx_dequantize_row_iq4_nl, .from_float_ref = ggmlx_quantize_row_iq4_nl_ref },
     [23] = { .type_name = "iq4_xs", .blck_size = 256, .type_size = 136, .is_quantized = true,

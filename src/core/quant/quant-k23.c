@@ -120,7 +120,8 @@ static void q2_K_block_imatrix(const float * x, block_q2_K * b, const float * qw
         for (int l = 0; l < 16; l++) {
             sw[s] += weight[l];
         }
-        scales[s] = ggmlx_make_qkx3_quants(16, 3, x + 16 * s, weight, L + 16 * s, &mins[s], Laux, -0.9f, 0.05f, 36, false);
+        scales[s] = ggmlx_make_qkx3_quants(16, 3, x + 16 * s, weight, L + 16 * s, &mins[s], Laux, -0.9f, 0.05f, 36,
+                                           false);
     }
     const float dm = ggmlx_make_qp_quants(QK_K / 16, 15, scales, Ls, sw);
     const float mm = ggmlx_make_qp_quants(QK_K / 16, 15, mins, Lm, sw);

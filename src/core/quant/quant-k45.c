@@ -112,7 +112,8 @@ static void scales_to_6bit(const float * scales, const float * mins, float max_s
 }
 
 /* levels against the stored super-scales; a sub-block whose scale rounds to 0 keeps its fitted levels */
-static void requantize(const float * x, const uint8_t * packed, ggmlx_half hd, ggmlx_half hdmin, int nmax, uint8_t * L) {
+static void requantize(const float * x, const uint8_t * packed, ggmlx_half hd, ggmlx_half hdmin, int nmax,
+                       uint8_t * L) {
     for (int j = 0; j < QK_K / 32; j++) {
         uint8_t sc, m;
         scale_min(j, packed, &sc, &m);
@@ -143,7 +144,8 @@ static void fit_ref(const float * x, int nmax, float rmin, float rdelta, int nst
         for (int l = 0; l < 32; l++) {
             weights[l] = av_x + fabsf(xs[l]);
         }
-        scales[j] = ggmlx_make_qkx2_quants(32, nmax, xs, weights, L + 32 * j, &mins[j], Laux, rmin, rdelta, nstep, false);
+        scales[j] = ggmlx_make_qkx2_quants(32, nmax, xs, weights, L + 32 * j, &mins[j], Laux, rmin, rdelta, nstep,
+                                           false);
         if (scales[j] > max_scale) {
             max_scale = scales[j];
         }
