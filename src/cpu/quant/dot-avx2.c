@@ -1,2 +1,28 @@
+/*
+ * dot-avx2.c -- the x86 kernels of dot-x86.h compiled for AVX2 + FMA + F16C.
+ * Chosen at run time only where the CPU has these (quant-traits-cpu.c).
+ */
 #include "qdot.h"
+
+#include <math.h>
+#include <stdbool.h>
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#    if defined(__clang__)
+#        include <immintrin.h>
+#        pragma clang attribute push(__attribute__((target("avx2,fma,f16c"))), apply_to = function)
+#    else
+#        pragma GCC target("avx2,fma,f16c")
+#        include <immintrin.h>
+#    endif
+#    define QX(name) name##_avx2
+#    define QX_VNNI  0
+#    include "dot-x86.h"
+#    if defined(__clang__)
+#        pragma clang attribute pop
+#    endif
+
+void ggmlx_qdot_fill_avx2(ggmlx_qdot_table t) { QX(fill)(t); }
+#else
 void ggmlx_qdot_fill_avx2(ggmlx_qdot_table t) { (void)t; }
+#endif
