@@ -6,8 +6,9 @@
  *
  *   bench-quant-dot [--quick] [--iters N] [--rows N] [--type NAME] [--path NAME]
  *
- * The weights are random bytes with every byte below 0x3c, so that each half-precision or
- * exponent field is a finite number: the kernels' time does not depend on the values.
+ * The weights are random bytes with every byte below 0x3c, so that each half-precision field is
+ * a finite number (and MXFP4's exponents are set near 2^0, as subnormal scales would be slow):
+ * the kernels' time does not otherwise depend on the values.
  */
 #include "ggml.h"
 #include "ggml-cpu.h"
@@ -98,6 +99,11 @@ int main(int argc, char ** argv) {
         }
         for (size_t k = 0; k < row_bytes * (size_t)rows; k++) {
             w[k] = (uint8_t)(bq_next(&seed) % 0x3c);
+        }
+        if (type == GGML_TYPE_MXFP4) { /* its E8M0 exponent byte: a scale near 1, not a subnormal one */
+            for (size_t b = 0; b < row_bytes * (size_t)rows; b += ggml_type_size(type)) {
+                w[b] = 120 + (uint8_t)(bq_next(&seed) % 8);
+            }
         }
         ggml_get_type_traits_cpu(tc->vec_dot_type)->from_float(act_f, act, BQ_COLS);
 

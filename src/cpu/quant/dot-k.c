@@ -35,10 +35,18 @@ static void vec_dot_q2_K_q8_K(GGMLX_VEC_DOT_ARGS) {
             sum_min += (x[i].scales[j] >> 4) * y[i].bsums[j];
         }
         int sumi = 0;
-        for (int e = 0; e < QK_K; e++) {
-            /* element e: half e/128, shift 2 * ((e % 128) / 32), byte 32 * half + e % 32 */
-            const int q = (x[i].qs[32 * (e / 128) + e % 32] >> (2 * ((e % 128) / 32))) & 3;
-            sumi += (x[i].scales[e / 16] & 15) * q * y[i].qs[e];
+        /* elements 128 h + 32 k + l take bits 2k of byte 32 h + l */
+        for (int h = 0; h < 2; h++) {
+            for (int k = 0; k < 4; k++) {
+                const uint8_t * q  = x[i].qs + 32 * h;
+                const int8_t *  yq = y[i].qs + 128 * h + 32 * k;
+                int             sub[2] = { 0, 0 };
+                for (int l = 0; l < 32; l++) {
+                    sub[l / 16] += ((q[l] >> (2 * k)) & 3) * yq[l];
+                }
+                const int j = 8 * h + 2 * k;
+                sumi += (x[i].scales[j] & 15) * sub[0] + (x[i].scales[j + 1] & 15) * sub[1];
+            }
         }
         acc += y[i].d * (h2f(x[i].d) * (float)sumi - h2f(x[i].dmin) * (float)sum_min);
     }
@@ -59,14 +67,18 @@ static void vec_dot_q3_K_q8_K(GGMLX_VEC_DOT_ARGS) {
             sc[j]        = (lo | (hi << 4)) - 32;
         }
         int sumi = 0;
-        for (int j = 0; j < 16; j++) {
-            int sub = 0;
-            for (int e = 16 * j; e < 16 * j + 16; e++) {
-                const int q2 = (x[i].qs[32 * (e / 128) + e % 32] >> (2 * ((e % 128) / 32))) & 3;
-                const int hb = (x[i].hmask[e % 32] >> (e / 32)) & 1;
-                sub += (q2 - (hb ? 0 : 4)) * y[i].qs[e];
+        for (int h = 0; h < 2; h++) {
+            for (int k = 0; k < 4; k++) {
+                const uint8_t * q  = x[i].qs + 32 * h;
+                const int8_t *  yq = y[i].qs + 128 * h + 32 * k;
+                int             sub[2] = { 0, 0 };
+                for (int l = 0; l < 32; l++) {
+                    /* 0..3, less 4 where the high-mask bit (bit 4h + k of hmask[l]) is clear */
+                    const int v = (int)((q[l] >> (2 * k)) & 3) - 4 + 4 * ((x[i].hmask[l] >> (4 * h + k)) & 1);
+                    sub[l / 16] += v * yq[l];
+                }
+                sumi += sc[8 * h + 2 * k] * sub[0] + sc[8 * h + 2 * k + 1] * sub[1];
             }
-            sumi += sc[j] * sub;
         }
         acc += h2f(x[i].d) * y[i].d * (float)sumi;
     }

@@ -17,6 +17,14 @@
 
 static inline float QX(h2f)(ggmlx_half h) { return _cvtsh_ss(h); }
 
+/* MXFP4's scale 2^(e - 128), inline (the out-of-line call cost a quarter of the loop) */
+static inline float QX(e8m0_half)(uint8_t e) {
+    const uint32_t bits = e < 2 ? (0x00200000u << e) : ((uint32_t)(e - 1) << 23);
+    float          f;
+    memcpy(&f, &bits, sizeof(f));
+    return f;
+}
+
 /* acc + sums of u8 x s8 products in groups of four (pairs summed in 16 bits first without VNNI:
  * exact while |u| <= 128 and |s| <= 127) */
 static inline __m256i QX(dpbusd)(__m256i acc, __m256i u, __m256i s) {
@@ -184,7 +192,7 @@ static void QX(vec_dot_mxfp4_q8_0)(GGMLX_VEC_DOT_ARGS) {
     for (int i = 0; i < nb; i++) {
         const __m256i w = _mm256_shuffle_epi8(lut, QX(nibbles)(x[i].qs));
         const __m256i p = QX(dot_ss)(_mm256_setzero_si256(), w, _mm256_loadu_si256((const __m256i *)y[i].qs));
-        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(ggmlx_e8m0_half_to_fp32(x[i].e) * QX(h2f)(y[i].d)), acc);
+        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(QX(e8m0_half)(x[i].e) * QX(h2f)(y[i].d)), acc);
     }
     *s = QX(hsum_ps)(acc);
 }
@@ -200,13 +208,22 @@ static inline __m256i QX(two_scales)(int lo, int hi) {
     return _mm256_set_m128i(_mm_set1_epi16((short)hi), _mm_set1_epi16((short)lo));
 }
 
+/*
+ * The 12 scale bytes as three words a0, a1, a2 (four sub-blocks per byte lane): scales 0-3 and
+ * minima 0-3 are the low 6 bits of a0 and a1; scales 4-7 take their low nibbles from a2 and their
+ * top 2 bits from the top of a0, minima 4-7 the high nibbles of a2 and the top of a1.
+ */
 static inline void QX(k4_scale_min)(const uint8_t * q, uint8_t sc[8], uint8_t mn[8]) {
-    for (int j = 0; j < 4; j++) {
-        sc[j]     = q[j] & 63;
-        mn[j]     = q[j + 4] & 63;
-        sc[j + 4] = (uint8_t)((q[j + 8] & 15) | ((q[j] >> 6) << 4));
-        mn[j + 4] = (uint8_t)((q[j + 8] >> 4) | ((q[j + 4] >> 6) << 4));
-    }
+    uint32_t a[3];
+    memcpy(a, q, sizeof(a));
+    const uint32_t s_lo = a[0] & 0x3f3f3f3fu;
+    const uint32_t m_lo = a[1] & 0x3f3f3f3fu;
+    const uint32_t s_hi = (a[2] & 0x0f0f0f0fu) | (((a[0] >> 6) & 0x03030303u) << 4);
+    const uint32_t m_hi = ((a[2] >> 4) & 0x0f0f0f0fu) | (((a[1] >> 6) & 0x03030303u) << 4);
+    memcpy(sc, &s_lo, 4);
+    memcpy(sc + 4, &s_hi, 4);
+    memcpy(mn, &m_lo, 4);
+    memcpy(mn + 4, &m_hi, 4);
 }
 
 static inline int QX(mins_dot)(const uint8_t mn[8], const int16_t * bsums) {
@@ -269,6 +286,13 @@ static void QX(vec_dot_q5_K_q8_K)(GGMLX_VEC_DOT_ARGS) {
     QX(q45_K)(n, s, vx, vy, true);
 }
 
+/* byte shuffle that repeats word 2k across the low lane and word 2k + 1 across the high lane */
+static inline __m256i QX(pick)(int k) {
+    const char lo0 = (char)(4 * k), lo1 = (char)(4 * k + 1), hi0 = (char)(4 * k + 2), hi1 = (char)(4 * k + 3);
+    return _mm256_setr_epi8(lo0, lo1, lo0, lo1, lo0, lo1, lo0, lo1, lo0, lo1, lo0, lo1, lo0, lo1, lo0, lo1,
+                            hi0, hi1, hi0, hi1, hi0, hi1, hi0, hi1, hi0, hi1, hi0, hi1, hi0, hi1, hi0, hi1);
+}
+
 /* sum over 16 sub-blocks of scale[j] * bsums[j] (16-bit scales) */
 static inline int QX(scale_bsums)(__m256i sc16, const int16_t * bsums) {
     return QX(hsum_epi32)(_mm256_madd_epi16(sc16, _mm256_loadu_si256((const __m256i *)bsums)));
@@ -298,11 +322,13 @@ static void QX(vec_dot_q6_K_q8_K)(GGMLX_VEC_DOT_ARGS) {
                                                  _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 4), m3), 4));
             const __m256i   q4 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), m4),
                                                  _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 6), m3), 4));
-            const int8_t *  s8 = sc + 8 * h;
-            sumi = QX(dot_scaled)(sumi, q1, _mm256_loadu_si256((const __m256i *)yq), QX(two_scales)(s8[0], s8[1]));
-            sumi = QX(dot_scaled)(sumi, q2, _mm256_loadu_si256((const __m256i *)(yq + 32)), QX(two_scales)(s8[2], s8[3]));
-            sumi = QX(dot_scaled)(sumi, q3, _mm256_loadu_si256((const __m256i *)(yq + 64)), QX(two_scales)(s8[4], s8[5]));
-            sumi = QX(dot_scaled)(sumi, q4, _mm256_loadu_si256((const __m256i *)(yq + 96)), QX(two_scales)(s8[6], s8[7]));
+            /* this half's 8 scales as words in both lanes; each 32-element chunk k takes scale
+             * 2k in its low lane and 2k + 1 in its high lane */
+            const __m256i s8 = _mm256_broadcastsi128_si256(_mm_cvtepi8_epi16(_mm_loadl_epi64((const __m128i *)(sc + 8 * h))));
+            sumi = QX(dot_scaled)(sumi, q1, _mm256_loadu_si256((const __m256i *)yq), _mm256_shuffle_epi8(s8, QX(pick)(0)));
+            sumi = QX(dot_scaled)(sumi, q2, _mm256_loadu_si256((const __m256i *)(yq + 32)), _mm256_shuffle_epi8(s8, QX(pick)(1)));
+            sumi = QX(dot_scaled)(sumi, q3, _mm256_loadu_si256((const __m256i *)(yq + 64)), _mm256_shuffle_epi8(s8, QX(pick)(2)));
+            sumi = QX(dot_scaled)(sumi, q4, _mm256_loadu_si256((const __m256i *)(yq + 96)), _mm256_shuffle_epi8(s8, QX(pick)(3)));
         }
         /* the stored quants are q + 32: take 32 * sum(scale * block sum) back off */
         const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)sc));
