@@ -22,7 +22,84 @@
 #        pragma clang attribute pop
 #    endif
 
-void ggmlx_qdot_fill_avx512(ggmlx_qdot_table t) { QX(fill)(t); }
+/*
+ * Q4_0 and Q8_0 on 512-bit vectors: two blocks per vector, four per iteration, so that each
+ * instruction does twice the work of the shared 256-bit kernels. The sum of products of
+ * unsigned nibbles and y, less 8 times the sum of y (a second vpdpbusd), is the signed sum.
+ */
+/* [a x 8 | b x 8] (AVX-512F only: the float form of this insert needs DQ) */
+static inline __m512 two_halves(float a, float b) {
+    return _mm512_castsi512_ps(_mm512_inserti64x4(_mm512_castsi256_si512(_mm256_castps_si256(_mm256_set1_ps(a))),
+                                                  _mm256_castps_si256(_mm256_set1_ps(b)), 1));
+}
+
+static inline __m512 q4_0_pair(const block_q4_0 * x, const block_q8_0 * y) {
+    const __m256i q   = _mm256_set_m128i(_mm_loadu_si128((const __m128i *)x[1].qs), _mm_loadu_si128((const __m128i *)x[0].qs));
+    /* [x0 low, x1 low, x0 high, x1 high] nibbles, reordered to the activations' [x0 | x1] order */
+    __m512i       v   = _mm512_inserti64x4(_mm512_castsi256_si512(q), _mm256_srli_epi16(q, 4), 1);
+    v                 = _mm512_and_si512(v, _mm512_set1_epi8(15));
+    v                 = _mm512_shuffle_i64x2(v, v, _MM_SHUFFLE(3, 1, 2, 0));
+    const __m512i yv  = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)y[0].qs)),
+                                           _mm256_loadu_si256((const __m256i *)y[1].qs), 1);
+    const __m512i p   = _mm512_dpbusd_epi32(_mm512_setzero_si512(), v, yv);
+    const __m512i p8  = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(8), yv);
+    const __m512  sc  = two_halves(_cvtsh_ss(x[0].d) * _cvtsh_ss(y[0].d), _cvtsh_ss(x[1].d) * _cvtsh_ss(y[1].d));
+    return _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(p, p8)), sc);
+}
+
+static void vec_dot_q4_0_q8_0_zmm(GGMLX_VEC_DOT_ARGS) {
+    GGMLX_VEC_DOT_UNUSED;
+    const block_q4_0 * restrict x  = vx;
+    const block_q8_0 * restrict y  = vy;
+    const int                   nb = n / QK4_0;
+    __m512                      acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
+    int                         i = 0;
+    for (; i + 3 < nb; i += 4) {
+        acc0 = _mm512_add_ps(acc0, q4_0_pair(x + i, y + i));
+        acc1 = _mm512_add_ps(acc1, q4_0_pair(x + i + 2, y + i + 2));
+    }
+    float tail = 0.0f;
+    if (i < nb) {
+        vec_dot_q4_0_q8_0_avx512(n - i * QK4_0, &tail, bs, x + i, bx, y + i, by, nrc);
+    }
+    *s = _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1)) + tail;
+}
+
+static inline __m512 q8_0_pair(const block_q8_0 * x, const block_q8_0 * y) {
+    const __m512i xv = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)x[0].qs)),
+                                          _mm256_loadu_si256((const __m256i *)x[1].qs), 1);
+    const __m512i yv = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)y[0].qs)),
+                                          _mm256_loadu_si256((const __m256i *)y[1].qs), 1);
+    /* |x| times y with x's sign (AVX-512 has no byte sign instruction: negate under a mask) */
+    const __m512i sy = _mm512_mask_sub_epi8(yv, _mm512_movepi8_mask(xv), _mm512_setzero_si512(), yv);
+    const __m512i p  = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_abs_epi8(xv), sy);
+    const __m512  sc = two_halves(_cvtsh_ss(x[0].d) * _cvtsh_ss(y[0].d), _cvtsh_ss(x[1].d) * _cvtsh_ss(y[1].d));
+    return _mm512_mul_ps(_mm512_cvtepi32_ps(p), sc);
+}
+
+static void vec_dot_q8_0_q8_0_zmm(GGMLX_VEC_DOT_ARGS) {
+    GGMLX_VEC_DOT_UNUSED;
+    const block_q8_0 * restrict x  = vx;
+    const block_q8_0 * restrict y  = vy;
+    const int                   nb = n / QK8_0;
+    __m512                      acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
+    int                         i = 0;
+    for (; i + 3 < nb; i += 4) {
+        acc0 = _mm512_add_ps(acc0, q8_0_pair(x + i, y + i));
+        acc1 = _mm512_add_ps(acc1, q8_0_pair(x + i + 2, y + i + 2));
+    }
+    float tail = 0.0f;
+    if (i < nb) {
+        vec_dot_q8_0_q8_0_avx512(n - i * QK8_0, &tail, bs, x + i, bx, y + i, by, nrc);
+    }
+    *s = _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1)) + tail;
+}
+
+void ggmlx_qdot_fill_avx512(ggmlx_qdot_table t) {
+    QX(fill)(t);
+    t[GGML_TYPE_Q4_0].vec_dot = vec_dot_q4_0_q8_0_zmm;
+    t[GGML_TYPE_Q8_0].vec_dot = vec_dot_q8_0_q8_0_zmm;
+}
 #else
 void ggmlx_qdot_fill_avx512(ggmlx_qdot_table t) { (void)t; }
 #endif
