@@ -118,9 +118,9 @@ static void vec_dot_q4_K_q8_K_zmm(GGMLX_VEC_DOT_ARGS) {
     __m512                      acc = _mm512_setzero_ps();
     float                       acc_min = 0.0f;
     for (int i = 0; i < nb; i++) {
-        uint8_t sc[8], mn[8];
-        QX(k4_scale_min)(x[i].scales, sc, mn);
-        const __m512i sc16 = _mm512_castsi128_si512(_mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)sc)));
+        __m128i sc8, mn;
+        QX(k4_scale_min)(x[i].scales, &sc8, &mn);
+        const __m512i sc16 = _mm512_castsi128_si512(_mm_cvtepu8_epi16(sc8));
         __m512i       sumi = _mm512_setzero_si512();
         for (int c = 0; c < 4; c++) {
             const __m256i q = _mm256_loadu_si256((const __m256i *)(x[i].qs + 32 * c));
@@ -202,9 +202,9 @@ static void vec_dot_q4_K_q8_K_zmm(GGMLX_VEC_DOT_ARGS) {
     __m512                      acc = _mm512_setzero_ps();
     float                       acc_min = 0.0f;
     for (int i = 0; i < nb; i++) {
-        uint8_t sc[8], mn[8];
-        QX(k4_scale_min)(x[i].scales, sc, mn);
-        const __m512i sc16 = _mm512_castsi128_si512(_mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)sc)));
+        __m128i sc8, mn;
+        QX(k4_scale_min)(x[i].scales, &sc8, &mn);
+        const __m512i sc16 = _mm512_castsi128_si512(_mm_cvtepu8_epi16(sc8));
         __m512i       sumi = _mm512_setzero_si512();
         for (int c = 0; c < 4; c++) {
             const __m256i q = _mm256_loadu_si256((const __m256i *)(x[i].qs + 32 * c));

@@ -204,34 +204,29 @@ static inline __m256i QX(dot_scaled)(__m256i acc, __m256i u, __m256i y, __m256i 
     return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(u, y), sc16));
 }
 
-static inline __m256i QX(two_scales)(int lo, int hi) {
-    return _mm256_set_m128i(_mm_set1_epi16((short)hi), _mm_set1_epi16((short)lo));
-}
-
 /*
  * The 12 scale bytes as three words a0, a1, a2 (four sub-blocks per byte lane): scales 0-3 and
  * minima 0-3 are the low 6 bits of a0 and a1; scales 4-7 take their low nibbles from a2 and their
  * top 2 bits from the top of a0, minima 4-7 the high nibbles of a2 and the top of a1.
  */
-static inline void QX(k4_scale_min)(const uint8_t * q, uint8_t sc[8], uint8_t mn[8]) {
+static inline void QX(k4_scale_min)(const uint8_t * q, __m128i * sc, __m128i * mn) {
     uint32_t a[3];
     memcpy(a, q, sizeof(a));
     const uint32_t s_lo = a[0] & 0x3f3f3f3fu;
     const uint32_t m_lo = a[1] & 0x3f3f3f3fu;
     const uint32_t s_hi = (a[2] & 0x0f0f0f0fu) | (((a[0] >> 6) & 0x03030303u) << 4);
     const uint32_t m_hi = ((a[2] >> 4) & 0x0f0f0f0fu) | (((a[1] >> 6) & 0x03030303u) << 4);
-    memcpy(sc, &s_lo, 4);
-    memcpy(sc + 4, &s_hi, 4);
-    memcpy(mn, &m_lo, 4);
-    memcpy(mn + 4, &m_hi, 4);
+    /* built in registers: storing the words and loading them as a vector stalls store forwarding */
+    *sc = _mm_set_epi32(0, 0, (int)s_hi, (int)s_lo);
+    *mn = _mm_set_epi32(0, 0, (int)m_hi, (int)m_lo);
 }
 
-static inline int QX(mins_dot)(const uint8_t mn[8], const int16_t * bsums) {
+static inline int QX(mins_dot)(__m128i mn, const int16_t * bsums) {
     const __m128i b0 = _mm_loadu_si128((const __m128i *)bsums);
     const __m128i b1 = _mm_loadu_si128((const __m128i *)(bsums + 8));
     /* pairs of bsums belong to one 32-element sub-block */
     const __m128i pair = _mm_hadd_epi16(b0, b1);
-    const __m128i m16  = _mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)mn));
+    const __m128i m16  = _mm_cvtepu8_epi16(mn);
     __m128i       p    = _mm_madd_epi16(pair, m16);
     p                  = _mm_add_epi32(p, _mm_shuffle_epi32(p, _MM_SHUFFLE(1, 0, 3, 2)));
     p                  = _mm_add_epi32(p, _mm_shuffle_epi32(p, _MM_SHUFFLE(2, 3, 0, 1)));
@@ -249,8 +244,10 @@ static inline void QX(q45_K)(int n, float * s, const void * vx, const void * vy,
         const uint8_t *  blk = (const uint8_t *)vx + (size_t)i * bsz;
         const ggmlx_half d = (ggmlx_half)(blk[0] | (blk[1] << 8)), dmin = (ggmlx_half)(blk[2] | (blk[3] << 8));
         const uint8_t *  qs  = five ? ((const block_q5_K *)blk)->qs : ((const block_q4_K *)blk)->qs;
-        uint8_t          sc[8], mn[8];
-        QX(k4_scale_min)(blk + 4, sc, mn);
+        __m128i          sc8, mn;
+        QX(k4_scale_min)(blk + 4, &sc8, &mn);
+        uint8_t sc[16];
+        _mm_storeu_si128((__m128i *)sc, sc8);
         __m256i       sumi = _mm256_setzero_si256();
         const int8_t * yq  = y[i].qs;
         __m256i       hb   = _mm256_setzero_si256();
@@ -349,12 +346,14 @@ static void QX(vec_dot_q2_K_q8_K)(GGMLX_VEC_DOT_ARGS) {
         const uint8_t * sc   = x[i].scales;
         __m256i         sumi = _mm256_setzero_si256();
         for (int h = 0; h < 2; h++) {
-            const __m256i q = _mm256_loadu_si256((const __m256i *)(x[i].qs + 32 * h));
+            const __m256i q  = _mm256_loadu_si256((const __m256i *)(x[i].qs + 32 * h));
+            /* this half's 8 scales (low nibbles) as words in both lanes */
+            const __m256i s8 = _mm256_broadcastsi128_si256(
+                _mm_cvtepu8_epi16(_mm_and_si128(_mm_loadl_epi64((const __m128i *)(sc + 8 * h)), _mm_set1_epi8(15))));
             for (int k = 0; k < 4; k++) {
-                const int     j  = 8 * h + 2 * k;
                 const __m256i qv = _mm256_and_si256(_mm256_srli_epi16(q, 2 * k), m3);
                 sumi = QX(dot_scaled)(sumi, qv, _mm256_loadu_si256((const __m256i *)(y[i].qs + 128 * h + 32 * k)),
-                                      QX(two_scales)(sc[j] & 15, sc[j + 1] & 15));
+                                      _mm256_shuffle_epi8(s8, QX(pick)(k)));
             }
         }
         const __m256i mins = _mm256_cvtepu8_epi16(_mm_srli_epi16(_mm_and_si128(_mm_loadu_si128((const __m128i *)sc),
@@ -374,26 +373,31 @@ static void QX(vec_dot_q3_K_q8_K)(GGMLX_VEC_DOT_ARGS) {
     const __m256i               one = _mm256_set1_epi8(1);
     float                       acc = 0.0f;
     for (int i = 0; i < nb; i++) {
-        int16_t sc[16];
-        for (int j = 0; j < 16; j++) {
-            const int lo = j < 8 ? x[i].scales[j] & 15 : x[i].scales[j - 8] >> 4;
-            const int hi = (x[i].scales[8 + j % 4] >> (2 * (j / 4))) & 3;
-            sc[j]        = (int16_t)((lo | (hi << 4)) - 32);
-        }
+        /*
+         * The 16 six-bit scales, four per 32-bit word: low nibbles from bytes 0-7 (scales 0-7) and
+         * their high nibbles (8-15); the top two bits from bytes 8-11, two bits per group of four.
+         */
+        uint32_t a[3], w[4];
+        memcpy(a, x[i].scales, sizeof(a));
+        w[0] = (a[0] & 0x0f0f0f0fu) | ((a[2] & 0x03030303u) << 4);
+        w[1] = (a[1] & 0x0f0f0f0fu) | (((a[2] >> 2) & 0x03030303u) << 4);
+        w[2] = ((a[0] >> 4) & 0x0f0f0f0fu) | (((a[2] >> 4) & 0x03030303u) << 4);
+        w[3] = ((a[1] >> 4) & 0x0f0f0f0fu) | (((a[2] >> 6) & 0x03030303u) << 4);
+        const __m128i sc8 = _mm_sub_epi8(_mm_set_epi32((int)w[3], (int)w[2], (int)w[1], (int)w[0]), _mm_set1_epi8(32));
         const __m256i hm   = _mm256_loadu_si256((const __m256i *)x[i].hmask);
         __m256i       sumi = _mm256_setzero_si256();
         for (int h = 0; h < 2; h++) {
-            const __m256i q = _mm256_loadu_si256((const __m256i *)(x[i].qs + 32 * h));
+            const __m256i q  = _mm256_loadu_si256((const __m256i *)(x[i].qs + 32 * h));
+            const __m256i s8 = _mm256_broadcastsi128_si256(_mm_cvtepi8_epi16(h ? _mm_srli_si128(sc8, 8) : sc8));
             for (int k = 0; k < 4; k++) {
-                const int j = 8 * h + 2 * k;
                 /* value + 4 in 0..7: the two bits, plus 4 where the high mask bit is set */
                 const __m256i hb = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hm, 4 * h + k), one), 2);
                 const __m256i u  = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q, 2 * k), m3), hb);
                 sumi = QX(dot_scaled)(sumi, u, _mm256_loadu_si256((const __m256i *)(y[i].qs + 128 * h + 32 * k)),
-                                      QX(two_scales)(sc[j], sc[j + 1]));
+                                      _mm256_shuffle_epi8(s8, QX(pick)(k)));
             }
         }
-        const int tot = QX(hsum_epi32)(sumi) - 4 * QX(scale_bsums)(_mm256_loadu_si256((const __m256i *)sc), y[i].bsums);
+        const int tot = QX(hsum_epi32)(sumi) - 4 * QX(scale_bsums)(_mm256_cvtepi8_epi16(sc8), y[i].bsums);
         acc += QX(h2f)(x[i].d) * y[i].d * (float)tot;
     }
     *s = acc;
