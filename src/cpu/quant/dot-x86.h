@@ -516,21 +516,21 @@ static void QX(quantize_row_q8_K)(const float * restrict x, void * restrict vy, 
     }
 }
 
-static void QX(fill)(ggmlx_qdot_table t) {
-    t[GGML_TYPE_Q8_0].from_float = QX(quantize_row_q8_0);
-    t[GGML_TYPE_Q8_1].from_float = QX(quantize_row_q8_1);
-    t[GGML_TYPE_Q8_K].from_float = QX(quantize_row_q8_K);
-    t[GGML_TYPE_Q4_0].vec_dot    = QX(vec_dot_q4_0_q8_0);
-    t[GGML_TYPE_Q4_1].vec_dot    = QX(vec_dot_q4_1_q8_1);
-    t[GGML_TYPE_Q5_0].vec_dot    = QX(vec_dot_q5_0_q8_0);
-    t[GGML_TYPE_Q5_1].vec_dot    = QX(vec_dot_q5_1_q8_1);
-    t[GGML_TYPE_Q8_0].vec_dot    = QX(vec_dot_q8_0_q8_0);
-    t[GGML_TYPE_IQ4_NL].vec_dot  = QX(vec_dot_iq4_nl_q8_0);
-    t[GGML_TYPE_MXFP4].vec_dot   = QX(vec_dot_mxfp4_q8_0);
-    t[GGML_TYPE_Q2_K].vec_dot    = QX(vec_dot_q2_K_q8_K);
-    t[GGML_TYPE_Q3_K].vec_dot    = QX(vec_dot_q3_K_q8_K);
-    t[GGML_TYPE_Q4_K].vec_dot    = QX(vec_dot_q4_K_q8_K);
-    t[GGML_TYPE_Q5_K].vec_dot    = QX(vec_dot_q5_K_q8_K);
-    t[GGML_TYPE_Q6_K].vec_dot    = QX(vec_dot_q6_K_q8_K);
-    t[GGML_TYPE_IQ4_XS].vec_dot  = QX(vec_dot_iq4_xs_q8_K);
-}
+/* the kernels above, for the table (applied outside the target region: see ggmlx_qdot_apply) */
+static const struct ggmlx_qdot_entry QX(entries)[] = {
+    { GGML_TYPE_Q8_0, QX(quantize_row_q8_0), QX(vec_dot_q8_0_q8_0) },
+    { GGML_TYPE_Q8_1, QX(quantize_row_q8_1), NULL },
+    { GGML_TYPE_Q8_K, QX(quantize_row_q8_K), NULL },
+    { GGML_TYPE_Q4_0, NULL, QX(vec_dot_q4_0_q8_0) },
+    { GGML_TYPE_Q4_1, NULL, QX(vec_dot_q4_1_q8_1) },
+    { GGML_TYPE_Q5_0, NULL, QX(vec_dot_q5_0_q8_0) },
+    { GGML_TYPE_Q5_1, NULL, QX(vec_dot_q5_1_q8_1) },
+    { GGML_TYPE_IQ4_NL, NULL, QX(vec_dot_iq4_nl_q8_0) },
+    { GGML_TYPE_MXFP4, NULL, QX(vec_dot_mxfp4_q8_0) },
+    { GGML_TYPE_Q2_K, NULL, QX(vec_dot_q2_K_q8_K) },
+    { GGML_TYPE_Q3_K, NULL, QX(vec_dot_q3_K_q8_K) },
+    { GGML_TYPE_Q4_K, NULL, QX(vec_dot_q4_K_q8_K) },
+    { GGML_TYPE_Q5_K, NULL, QX(vec_dot_q5_K_q8_K) },
+    { GGML_TYPE_Q6_K, NULL, QX(vec_dot_q6_K_q8_K) },
+    { GGML_TYPE_IQ4_XS, NULL, QX(vec_dot_iq4_xs_q8_K) },
+};

@@ -46,6 +46,19 @@ void ggmlx_qdot_fill_iq(ggmlx_qdot_table t);
 void ggmlx_qdot_fill_avx2(ggmlx_qdot_table t);   /* no-op where the compiler cannot target x86 */
 void ggmlx_qdot_fill_avx512(ggmlx_qdot_table t);
 
+/*
+ * What an instruction-set file provides: entries (a NULL member leaves the table's one), applied
+ * by ggmlx_qdot_apply. The lists are data, so the code that applies them is compiled for the
+ * baseline CPU and never for the instruction set it installs.
+ */
+struct ggmlx_qdot_entry {
+    enum ggml_type    type;
+    ggml_from_float_t from_float;
+    ggml_vec_dot_t    vec_dot;
+};
+
+void ggmlx_qdot_apply(ggmlx_qdot_table t, const struct ggmlx_qdot_entry * e, size_t n);
+
 /* ---- portable kernels the SIMD files fall back to or compare with -------------------------- */
 
 void ggmlx_quantize_row_q8_0_cpu(const float * restrict x, void * restrict y, int64_t k);
