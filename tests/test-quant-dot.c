@@ -658,6 +658,11 @@ Test(quant_dot, traits_follow_the_type_table) {
     cr_expect_not_null(ggml_get_type_traits_cpu(GGML_TYPE_Q8_K)->from_float);
     cr_expect_null(ggml_get_type_traits_cpu(GGML_TYPE_IQ2_XXS)->from_float); /* needs the search tables */
     cr_expect_null(ggml_get_type_traits_cpu(GGML_TYPE_IQ3_S)->from_float);
+    /* the weight types convert with their reference quantizer */
+    cr_expect_eq((void *)ggml_get_type_traits_cpu(GGML_TYPE_Q4_0)->from_float,
+                 (void *)ggml_get_type_traits(GGML_TYPE_Q4_0)->from_float_ref);
+    cr_expect_eq((void *)ggml_get_type_traits_cpu(GGML_TYPE_IQ4_XS)->from_float,
+                 (void *)ggml_get_type_traits(GGML_TYPE_IQ4_XS)->from_float_ref);
     for (int t = 0; t < N_TYPES; t++) {
         cr_expect_eq(ggml_get_type_traits_cpu(k_types[t].type)->nrows, 1);
         cr_expect_not_null(ggml_get_type_traits_cpu(k_types[t].type)->vec_dot, "%s", ggml_type_name(k_types[t].type));
@@ -695,7 +700,7 @@ Test(quant_dot, float_entries) {
 Test(quant_dot, simd_variants_have_their_own_kernels) {
     const enum ggml_type fast[] = { GGML_TYPE_Q4_0, GGML_TYPE_Q4_1, GGML_TYPE_Q5_0, GGML_TYPE_Q5_1, GGML_TYPE_Q8_0,
                                     GGML_TYPE_IQ4_NL, GGML_TYPE_MXFP4, GGML_TYPE_Q2_K, GGML_TYPE_Q3_K, GGML_TYPE_Q4_K,
-                                    GGML_TYPE_Q5_K, GGML_TYPE_Q6_K, GGML_TYPE_IQ4_XS };
+                                    GGML_TYPE_Q5_K, GGML_TYPE_Q6_K, GGML_TYPE_IQ4_XS, GGML_TYPE_NVFP4, GGML_TYPE_TQ2_0 };
     for (enum ggmlx_qdot_isa isa = GGMLX_QDOT_AVX2; isa <= ggmlx_qdot_isa_best(); isa++) {
         for (size_t k = 0; k < sizeof(fast) / sizeof(fast[0]); k++) {
             cr_expect_neq((void *)ggmlx_type_traits_cpu_isa(fast[k], isa)->vec_dot,
@@ -704,5 +709,12 @@ Test(quant_dot, simd_variants_have_their_own_kernels) {
         }
         cr_expect_neq((void *)ggmlx_type_traits_cpu_isa(GGML_TYPE_Q8_K, isa)->from_float,
                       (void *)ggmlx_type_traits_cpu_isa(GGML_TYPE_Q8_K, GGMLX_QDOT_PORTABLE)->from_float);
+    }
+}
+
+Test(quant_dot, fp4_scale_decoders_match_the_formats_for_every_byte) {
+    for (int v = 0; v < 256; v++) {
+        cr_expect_eq((double)ggmlx_ue4m3_half_to_fp32((uint8_t)v), ue4m3_half((uint8_t)v), "UE4M3 0x%02x", v);
+        cr_expect_eq((double)ggmlx_e8m0_half_to_fp32((uint8_t)v), ldexp(1.0, v - 128), "E8M0 0x%02x", v);
     }
 }

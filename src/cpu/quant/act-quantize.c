@@ -109,13 +109,3 @@ float ggmlx_e8m0_half_to_fp32(uint8_t e) {
     memcpy(&f, &bits, sizeof(f));
     return f;
 }
-
-float ggmlx_ue4m3_half_to_fp32(uint8_t x) {
-    if (x == 0x00 || x == 0x7f) { /* 0x7f is the NaN code, read as zero */
-        return 0.0f;
-    }
-    const int exp = (x >> 3) & 15;
-    const int man = x & 7;
-    /* half of man * 2^-9 (subnormal) or (8 + man) * 2^(exp - 10) (normal) */
-    return exp == 0 ? ldexpf((float)man, -10) : ldexpf((float)(8 + man), exp - 11);
-}

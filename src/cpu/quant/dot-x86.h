@@ -197,6 +197,35 @@ static void QX(vec_dot_mxfp4_q8_0)(GGMLX_VEC_DOT_ARGS) {
     *s = QX(hsum_ps)(acc);
 }
 
+/* NVFP4: per 32 elements, two 16-element sub-blocks, each 8 bytes of (low: j, high: j + 8) */
+static void QX(vec_dot_nvfp4_q8_0)(GGMLX_VEC_DOT_ARGS) {
+    GGMLX_VEC_DOT_UNUSED;
+    const block_nvfp4 * restrict x   = vx;
+    const block_q8_0 * restrict  y   = vy;
+    const int                    nb  = n / QK_NVFP4;
+    const __m256i                lut = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)ggmlx_kvalues_fp4));
+    const __m128i                m4  = _mm_set1_epi8(15);
+    __m256                       acc = _mm256_setzero_ps();
+    for (int i = 0; i < nb; i++) {
+        for (int h = 0; h < 2; h++) {
+            const block_q8_0 * yb = &y[2 * i + h];
+            const __m128i      t  = _mm_loadu_si128((const __m128i *)(x[i].qs + 16 * h));
+            const __m128i      lo = _mm_and_si128(t, m4);
+            const __m128i      hi = _mm_and_si128(_mm_srli_epi16(t, 4), m4);
+            /* [sub-block 2h: low, high | sub-block 2h + 1: low, high], the activations' order */
+            const __m256i      q  = _mm256_set_m128i(_mm_unpackhi_epi64(lo, hi), _mm_unpacklo_epi64(lo, hi));
+            const __m256i      w  = _mm256_shuffle_epi8(lut, q);
+            const __m256i      p  = QX(dot_ss)(_mm256_setzero_si256(), w, _mm256_loadu_si256((const __m256i *)yb->qs));
+            const float        dy = QX(h2f)(yb->d);
+            /* four lanes per sub-block */
+            const __m256 sc = _mm256_set_m128(_mm_set1_ps(ggmlx_ue4m3_half_to_fp32(x[i].d[2 * h + 1]) * dy),
+                                              _mm_set1_ps(ggmlx_ue4m3_half_to_fp32(x[i].d[2 * h]) * dy));
+            acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), sc, acc);
+        }
+    }
+    *s = QX(hsum_ps)(acc);
+}
+
 /* ---- K-quants with Q8_K --------------------------------------------------------------------- */
 
 /* bytes (unsigned, <= 127) times y, each 16-element half scaled by its own 16-bit scale */
@@ -423,6 +452,30 @@ static void QX(vec_dot_iq4_xs_q8_K)(GGMLX_VEC_DOT_ARGS) {
     *s = acc;
 }
 
+/* TQ2_0: 2-bit values 0..2 meaning -1..1; the -1 comes back as the sum of the activations */
+static void QX(vec_dot_tq2_0_q8_K)(GGMLX_VEC_DOT_ARGS) {
+    GGMLX_VEC_DOT_UNUSED;
+    const block_tq2_0 * restrict x   = vx;
+    const block_q8_K * restrict  y   = vy;
+    const int                    nb  = n / QK_K;
+    const __m256i                m3  = _mm256_set1_epi8(3);
+    float                        acc = 0.0f;
+    for (int i = 0; i < nb; i++) {
+        __m256i sumi = _mm256_setzero_si256();
+        for (int g = 0; g < 2; g++) {
+            const __m256i q = _mm256_loadu_si256((const __m256i *)(x[i].qs + 32 * g));
+            for (int l = 0; l < 4; l++) {
+                const __m256i u = _mm256_and_si256(_mm256_srli_epi16(q, 2 * l), m3);
+                sumi = QX(dpbusd)(sumi, u, _mm256_loadu_si256((const __m256i *)(y[i].qs + 128 * g + 32 * l)));
+            }
+        }
+        const __m256i b  = _mm256_loadu_si256((const __m256i *)y[i].bsums);
+        const int     sy = QX(hsum_epi32)(_mm256_madd_epi16(b, _mm256_set1_epi16(1)));
+        acc += QX(h2f)(x[i].d) * y[i].d * (float)(QX(hsum_epi32)(sumi) - sy);
+    }
+    *s = acc;
+}
+
 /* ---- activation quantizers (byte-identical to the portable ones) --------------------------- */
 
 /* roundf: truncate, then step away from zero where the dropped part is at least one half */
@@ -527,6 +580,8 @@ static const struct ggmlx_qdot_entry QX(entries)[] = {
     { GGML_TYPE_Q5_1, NULL, QX(vec_dot_q5_1_q8_1) },
     { GGML_TYPE_IQ4_NL, NULL, QX(vec_dot_iq4_nl_q8_0) },
     { GGML_TYPE_MXFP4, NULL, QX(vec_dot_mxfp4_q8_0) },
+    { GGML_TYPE_NVFP4, NULL, QX(vec_dot_nvfp4_q8_0) },
+    { GGML_TYPE_TQ2_0, NULL, QX(vec_dot_tq2_0_q8_K) },
     { GGML_TYPE_Q2_K, NULL, QX(vec_dot_q2_K_q8_K) },
     { GGML_TYPE_Q3_K, NULL, QX(vec_dot_q3_K_q8_K) },
     { GGML_TYPE_Q4_K, NULL, QX(vec_dot_q4_K_q8_K) },
