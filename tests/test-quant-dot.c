@@ -527,6 +527,7 @@ static void tricky_row(struct tu_rng * r, float * x, int n, int kind) {
         case 2: x[i] = (i / 32) % 2 ? 0.0f : x[i]; break;                  /* zero blocks */
         case 3: x[i] = (i % 7 == 0) ? ((i / 7) % 2 ? 3.0f : -3.0f) : x[i]; break; /* +-max */
         case 4: x[i] *= 1e-30f; break;
+        case 5: x[i] = i % 37 == 5 ? INFINITY : i % 41 == 3 ? NAN : i % 43 == 1 ? -INFINITY : x[i]; break;
         default: break;
         }
     }
@@ -621,7 +622,7 @@ static void check_act_isa(enum ggml_type vt, enum ggmlx_qdot_isa isa) {
     uint8_t *               a  = malloc(rs);
     uint8_t *               b  = malloc(rs);
     cr_assert(x && a && b);
-    for (int kind = 0; kind < 5; kind++) {
+    for (int kind = 0; kind < 6; kind++) { /* kind 5: infinities and NaN, which must not split the variants */
         tricky_row(&r, x, n, kind);
         for (int len = ggml_blck_size(vt); len <= n; len += (len < 1024 ? ggml_blck_size(vt) : n)) {
             memset(a, 0x5a, rs);

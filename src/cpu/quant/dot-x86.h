@@ -513,7 +513,9 @@ static inline int QX(q8_block)(const float * x, int8_t * qs, float * d_out) {
     const __m256 vid  = _mm256_set1_ps(id);
     __m256i      q[4];
     for (int k = 0; k < 4; k++) {
-        q[k] = _mm256_cvttps_epi32(QX(round_away)(_mm256_mul_ps(_mm256_loadu_ps(x + 8 * k), vid)));
+        /* NaN (from non-finite input) converts to INT32_MIN: clamp it to the -128 the byte gets */
+        q[k] = _mm256_max_epi32(_mm256_cvttps_epi32(QX(round_away)(_mm256_mul_ps(_mm256_loadu_ps(x + 8 * k), vid))),
+                                _mm256_set1_epi32(-128));
     }
     _mm256_storeu_si256((__m256i *)qs, QX(pack32)(q[0], q[1], q[2], q[3]));
     *d_out = d;
@@ -560,6 +562,7 @@ static void QX(quantize_row_q8_K)(const float * restrict x, void * restrict vy, 
             for (int c = 0; c < 4; c++) {
                 /* the default rounding mode is to nearest even, as the reference's rounding */
                 q[c] = _mm256_min_epi32(_mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(xb + b + 8 * c), vis)), top);
+                q[c] = _mm256_max_epi32(q[c], _mm256_set1_epi32(-128)); /* NaN: as in q8_block */
             }
             _mm256_storeu_si256((__m256i *)(y[i].qs + b), QX(pack32)(q[0], q[1], q[2], q[3]));
             y[i].bsums[b / 16]     = (int16_t)QX(hsum_epi32)(_mm256_add_epi32(q[0], q[1]));
