@@ -701,7 +701,9 @@ Test(quant_dot, float_entries) {
 Test(quant_dot, simd_variants_have_their_own_kernels) {
     const enum ggml_type fast[] = { GGML_TYPE_Q4_0, GGML_TYPE_Q4_1, GGML_TYPE_Q5_0, GGML_TYPE_Q5_1, GGML_TYPE_Q8_0,
                                     GGML_TYPE_IQ4_NL, GGML_TYPE_MXFP4, GGML_TYPE_Q2_K, GGML_TYPE_Q3_K, GGML_TYPE_Q4_K,
-                                    GGML_TYPE_Q5_K, GGML_TYPE_Q6_K, GGML_TYPE_IQ4_XS, GGML_TYPE_NVFP4, GGML_TYPE_TQ2_0 };
+                                    GGML_TYPE_Q5_K, GGML_TYPE_Q6_K, GGML_TYPE_IQ4_XS, GGML_TYPE_NVFP4, GGML_TYPE_TQ2_0,
+                                    GGML_TYPE_IQ2_XXS, GGML_TYPE_IQ2_XS, GGML_TYPE_IQ2_S, GGML_TYPE_IQ3_XXS,
+                                    GGML_TYPE_IQ3_S, GGML_TYPE_IQ1_S, GGML_TYPE_IQ1_M };
     for (enum ggmlx_qdot_isa isa = GGMLX_QDOT_AVX2; isa <= ggmlx_qdot_isa_best(); isa++) {
         for (size_t k = 0; k < sizeof(fast) / sizeof(fast[0]); k++) {
             cr_expect_neq((void *)ggmlx_type_traits_cpu_isa(fast[k], isa)->vec_dot,

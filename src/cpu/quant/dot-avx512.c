@@ -22,6 +22,7 @@
 #    define QX(name) name##_avx512
 #    define QX_VNNI  1
 #    include "dot-x86.h"
+#    include "dot-iq-x86.h"
 
 /*
  * Q4_0, Q8_0, Q4_K and Q6_K (the types matrix-vector products lean on most) on 512-bit vectors,
@@ -188,6 +189,7 @@ static const struct ggmlx_qdot_entry entries_zmm[] = {
 
 void ggmlx_qdot_fill_avx512(ggmlx_qdot_table t) {
     ggmlx_qdot_apply(t, entries_avx512, sizeof(entries_avx512) / sizeof(entries_avx512[0]));
+    ggmlx_qdot_apply(t, iq_entries_avx512, sizeof(iq_entries_avx512) / sizeof(iq_entries_avx512[0]));
     ggmlx_qdot_apply(t, entries_zmm, sizeof(entries_zmm) / sizeof(entries_zmm[0]));
 }
 #else
