@@ -27,16 +27,29 @@
 /*
  * Q4_0, Q8_0, Q4_K and Q6_K (the types matrix-vector products lean on most) on 512-bit vectors,
  * so that each instruction does twice the work of the shared 256-bit kernels. Q4_0 and Q8_0 put
- * two blocks in a vector and do four per iteration; for Q4_0 the sum of products of the unsigned
+ * two blocks in a vector and do eight per iteration; for Q4_0 the sum of products of the unsigned
  * nibbles and y, less 8 times the sum of y (a second vpdpbusd), is the signed sum.
  */
-/* [a x 8 | b x 8] (AVX-512F only: the float form of this insert needs DQ) */
-static inline __m512 two_halves(float a, float b) {
-    return _mm512_castsi512_ps(_mm512_inserti64x4(_mm512_castsi256_si512(_mm256_castps_si256(_mm256_set1_ps(a))),
-                                                  _mm256_castps_si256(_mm256_set1_ps(b)), 1));
+/*
+ * The products of the block scales, eight blocks at a time: their halves gathered into one
+ * vector and converted together (converting each alone cost more than the byte dot products).
+ */
+#    define QDOT_SCALES8(xb, yb)                                                                                    \
+        _mm256_mul_ps(_mm256_cvtph_ps(_mm_setr_epi16((short)(xb)[0].d, (short)(xb)[1].d, (short)(xb)[2].d,       \
+                                                     (short)(xb)[3].d, (short)(xb)[4].d, (short)(xb)[5].d,       \
+                                                     (short)(xb)[6].d, (short)(xb)[7].d)),                       \
+                      _mm256_cvtph_ps(_mm_setr_epi16((short)(yb)[0].d, (short)(yb)[1].d, (short)(yb)[2].d,       \
+                                                     (short)(yb)[3].d, (short)(yb)[4].d, (short)(yb)[5].d,       \
+                                                     (short)(yb)[6].d, (short)(yb)[7].d)))
+
+/* lanes 0-7 take scale 2k, lanes 8-15 scale 2k + 1 */
+static inline __m512i pair_index(int k) {
+    return _mm512_set_epi32(2 * k + 1, 2 * k + 1, 2 * k + 1, 2 * k + 1, 2 * k + 1, 2 * k + 1, 2 * k + 1, 2 * k + 1,
+                            2 * k, 2 * k, 2 * k, 2 * k, 2 * k, 2 * k, 2 * k, 2 * k);
 }
 
-static inline __m512 q4_0_pair(const block_q4_0 * x, const block_q8_0 * y) {
+/* the integer dot products of two Q4_0 blocks with their Q8_0 blocks, 8 lanes each */
+static inline __m512i q4_0_pair(const block_q4_0 * x, const block_q8_0 * y) {
     const __m256i q   = _mm256_set_m128i(_mm_loadu_si128((const __m128i *)x[1].qs), _mm_loadu_si128((const __m128i *)x[0].qs));
     /* [x0 low, x1 low, x0 high, x1 high] nibbles, reordered to the activations' [x0 | x1] order */
     __m512i       v   = _mm512_inserti64x4(_mm512_castsi256_si512(q), _mm256_srli_epi16(q, 4), 1);
@@ -46,8 +59,7 @@ static inline __m512 q4_0_pair(const block_q4_0 * x, const block_q8_0 * y) {
                                            _mm256_loadu_si256((const __m256i *)y[1].qs), 1);
     const __m512i p   = _mm512_dpbusd_epi32(_mm512_setzero_si512(), v, yv);
     const __m512i p8  = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(8), yv);
-    const __m512  sc  = two_halves(_cvtsh_ss(x[0].d) * _cvtsh_ss(y[0].d), _cvtsh_ss(x[1].d) * _cvtsh_ss(y[1].d));
-    return _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(p, p8)), sc);
+    return _mm512_sub_epi32(p, p8);
 }
 
 static void vec_dot_q4_0_q8_0_zmm(GGMLX_VEC_DOT_ARGS) {
@@ -56,10 +68,14 @@ static void vec_dot_q4_0_q8_0_zmm(GGMLX_VEC_DOT_ARGS) {
     const block_q8_0 * restrict y  = vy;
     const int                   nb = n / QK4_0;
     __m512                      acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
+    const __m512i               ix0 = pair_index(0), ix1 = pair_index(1), ix2 = pair_index(2), ix3 = pair_index(3);
     int                         i = 0;
-    for (; i + 3 < nb; i += 4) {
-        acc0 = _mm512_add_ps(acc0, q4_0_pair(x + i, y + i));
-        acc1 = _mm512_add_ps(acc1, q4_0_pair(x + i + 2, y + i + 2));
+    for (; i + 7 < nb; i += 8) {
+        const __m512 sc = _mm512_castps256_ps512(QDOT_SCALES8(x + i, y + i));
+        acc0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(q4_0_pair(x + i, y + i)), _mm512_permutexvar_ps(ix0, sc), acc0);
+        acc1 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(q4_0_pair(x + i + 2, y + i + 2)), _mm512_permutexvar_ps(ix1, sc), acc1);
+        acc0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(q4_0_pair(x + i + 4, y + i + 4)), _mm512_permutexvar_ps(ix2, sc), acc0);
+        acc1 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(q4_0_pair(x + i + 6, y + i + 6)), _mm512_permutexvar_ps(ix3, sc), acc1);
     }
     float tail = 0.0f;
     if (i < nb) {
@@ -68,16 +84,14 @@ static void vec_dot_q4_0_q8_0_zmm(GGMLX_VEC_DOT_ARGS) {
     *s = _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1)) + tail;
 }
 
-static inline __m512 q8_0_pair(const block_q8_0 * x, const block_q8_0 * y) {
+static inline __m512i q8_0_pair(const block_q8_0 * x, const block_q8_0 * y) {
     const __m512i xv = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)x[0].qs)),
                                           _mm256_loadu_si256((const __m256i *)x[1].qs), 1);
     const __m512i yv = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)y[0].qs)),
                                           _mm256_loadu_si256((const __m256i *)y[1].qs), 1);
     /* |x| times y with x's sign (AVX-512 has no byte sign instruction: negate under a mask) */
     const __m512i sy = _mm512_mask_sub_epi8(yv, _mm512_movepi8_mask(xv), _mm512_setzero_si512(), yv);
-    const __m512i p  = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_abs_epi8(xv), sy);
-    const __m512  sc = two_halves(_cvtsh_ss(x[0].d) * _cvtsh_ss(y[0].d), _cvtsh_ss(x[1].d) * _cvtsh_ss(y[1].d));
-    return _mm512_mul_ps(_mm512_cvtepi32_ps(p), sc);
+    return _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_abs_epi8(xv), sy);
 }
 
 static void vec_dot_q8_0_q8_0_zmm(GGMLX_VEC_DOT_ARGS) {
@@ -86,10 +100,14 @@ static void vec_dot_q8_0_q8_0_zmm(GGMLX_VEC_DOT_ARGS) {
     const block_q8_0 * restrict y  = vy;
     const int                   nb = n / QK8_0;
     __m512                      acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
+    const __m512i               ix0 = pair_index(0), ix1 = pair_index(1), ix2 = pair_index(2), ix3 = pair_index(3);
     int                         i = 0;
-    for (; i + 3 < nb; i += 4) {
-        acc0 = _mm512_add_ps(acc0, q8_0_pair(x + i, y + i));
-        acc1 = _mm512_add_ps(acc1, q8_0_pair(x + i + 2, y + i + 2));
+    for (; i + 7 < nb; i += 8) {
+        const __m512 sc = _mm512_castps256_ps512(QDOT_SCALES8(x + i, y + i));
+        acc0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(q8_0_pair(x + i, y + i)), _mm512_permutexvar_ps(ix0, sc), acc0);
+        acc1 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(q8_0_pair(x + i + 2, y + i + 2)), _mm512_permutexvar_ps(ix1, sc), acc1);
+        acc0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(q8_0_pair(x + i + 4, y + i + 4)), _mm512_permutexvar_ps(ix2, sc), acc0);
+        acc1 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(q8_0_pair(x + i + 6, y + i + 6)), _mm512_permutexvar_ps(ix3, sc), acc1);
     }
     float tail = 0.0f;
     if (i < nb) {
