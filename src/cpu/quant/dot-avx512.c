@@ -62,28 +62,6 @@ static inline __m512i q4_0_pair(const block_q4_0 * x, const block_q8_0 * y) {
     return _mm512_sub_epi32(p, p8);
 }
 
-static void vec_dot_q4_0_q8_0_zmm(GGMLX_VEC_DOT_ARGS) {
-    GGMLX_VEC_DOT_UNUSED;
-    const block_q4_0 * restrict x  = vx;
-    const block_q8_0 * restrict y  = vy;
-    const int                   nb = n / QK4_0;
-    __m512                      acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
-    const __m512i               ix0 = pair_index(0), ix1 = pair_index(1), ix2 = pair_index(2), ix3 = pair_index(3);
-    int                         i = 0;
-    for (; i + 7 < nb; i += 8) {
-        const __m512 sc = _mm512_castps256_ps512(QDOT_SCALES8(x + i, y + i));
-        acc0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(q4_0_pair(x + i, y + i)), _mm512_permutexvar_ps(ix0, sc), acc0);
-        acc1 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(q4_0_pair(x + i + 2, y + i + 2)), _mm512_permutexvar_ps(ix1, sc), acc1);
-        acc0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(q4_0_pair(x + i + 4, y + i + 4)), _mm512_permutexvar_ps(ix2, sc), acc0);
-        acc1 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(q4_0_pair(x + i + 6, y + i + 6)), _mm512_permutexvar_ps(ix3, sc), acc1);
-    }
-    float tail = 0.0f;
-    if (i < nb) {
-        vec_dot_q4_0_q8_0_avx512(n - i * QK4_0, &tail, bs, x + i, bx, y + i, by, nrc);
-    }
-    *s = _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1)) + tail;
-}
-
 static inline __m512i q8_0_pair(const block_q8_0 * x, const block_q8_0 * y) {
     const __m512i xv = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)x[0].qs)),
                                           _mm256_loadu_si256((const __m256i *)x[1].qs), 1);
@@ -94,27 +72,38 @@ static inline __m512i q8_0_pair(const block_q8_0 * x, const block_q8_0 * y) {
     return _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_abs_epi8(xv), sy);
 }
 
-static void vec_dot_q8_0_q8_0_zmm(GGMLX_VEC_DOT_ARGS) {
-    GGMLX_VEC_DOT_UNUSED;
-    const block_q8_0 * restrict x  = vx;
-    const block_q8_0 * restrict y  = vy;
-    const int                   nb = n / QK8_0;
-    __m512                      acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
-    const __m512i               ix0 = pair_index(0), ix1 = pair_index(1), ix2 = pair_index(2), ix3 = pair_index(3);
-    int                         i = 0;
-    for (; i + 7 < nb; i += 8) {
-        const __m512 sc = _mm512_castps256_ps512(QDOT_SCALES8(x + i, y + i));
-        acc0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(q8_0_pair(x + i, y + i)), _mm512_permutexvar_ps(ix0, sc), acc0);
-        acc1 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(q8_0_pair(x + i + 2, y + i + 2)), _mm512_permutexvar_ps(ix1, sc), acc1);
-        acc0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(q8_0_pair(x + i + 4, y + i + 4)), _mm512_permutexvar_ps(ix2, sc), acc0);
-        acc1 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(q8_0_pair(x + i + 6, y + i + 6)), _mm512_permutexvar_ps(ix3, sc), acc1);
-    }
-    float tail = 0.0f;
-    if (i < nb) {
-        vec_dot_q8_0_q8_0_avx512(n - i * QK8_0, &tail, bs, x + i, bx, y + i, by, nrc);
-    }
-    *s = _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1)) + tail;
-}
+/*
+ * Eight blocks per iteration: four pairs, each pair's sums scaled by its two scales (lanes 0-7 and
+ * 8-15 of a permute of the eight products); what is left goes to the 256-bit kernel.
+ */
+#    define QDOT_PAIRS_KERNEL(name, block_t, PAIR, SCALES8, tail_fn)                                             \
+        static void name(GGMLX_VEC_DOT_ARGS) {                                                                   \
+            GGMLX_VEC_DOT_UNUSED;                                                                                \
+            const block_t * restrict    x    = vx;                                                               \
+            const block_q8_0 * restrict y    = vy;                                                               \
+            const int                   nb   = n / QK8_0;                                                        \
+            __m512                      acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();                  \
+            const __m512i ix0 = pair_index(0), ix1 = pair_index(1), ix2 = pair_index(2), ix3 = pair_index(3);    \
+            int           i   = 0;                                                                               \
+            for (; i + 7 < nb; i += 8) {                                                                         \
+                const __m512 sc = _mm512_castps256_ps512(SCALES8(x + i, y + i));                                 \
+                acc0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(PAIR(x + i, y + i)), _mm512_permutexvar_ps(ix0, sc), acc0); \
+                acc1 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(PAIR(x + i + 2, y + i + 2)), _mm512_permutexvar_ps(ix1, sc), \
+                                       acc1);                                                                    \
+                acc0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(PAIR(x + i + 4, y + i + 4)), _mm512_permutexvar_ps(ix2, sc), \
+                                       acc0);                                                                    \
+                acc1 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(PAIR(x + i + 6, y + i + 6)), _mm512_permutexvar_ps(ix3, sc), \
+                                       acc1);                                                                    \
+            }                                                                                                    \
+            float tail = 0.0f;                                                                                   \
+            if (i < nb) {                                                                                        \
+                tail_fn(n - i * QK8_0, &tail, bs, x + i, bx, y + i, by, nrc);                                    \
+            }                                                                                                    \
+            *s = _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1)) + tail;                                         \
+        }
+
+QDOT_PAIRS_KERNEL(vec_dot_q4_0_q8_0_zmm, block_q4_0, q4_0_pair, QDOT_SCALES8, vec_dot_q4_0_q8_0_avx512)
+QDOT_PAIRS_KERNEL(vec_dot_q8_0_q8_0_zmm, block_q8_0, q8_0_pair, QDOT_SCALES8, vec_dot_q8_0_q8_0_avx512)
 
 /* word index vector: word w takes scale `first + w / per` */
 static inline __m512i scale_index(int first, int per) {
@@ -205,11 +194,58 @@ static const struct ggmlx_qdot_entry entries_zmm[] = {
 #        pragma GCC pop_options
 #    endif
 
-void ggmlx_qdot_fill_avx512(ggmlx_qdot_table t) {
+/*
+ * With AVX-512 VBMI (most AVX-512 CPUs but the first ones), byte permutes pick the eight blocks'
+ * scales out of whole-vector loads instead of eight word inserts each: about 10% more for Q4_0.
+ * Targeted on their own, outside the region above, and installed only where the CPU has VBMI.
+ */
+#    define QDOT_VBMI __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni,avx512vbmi")))
+
+/* the halves at the start of eight 18-byte blocks (Q4_0): bytes 0-127 hold them all */
+QDOT_VBMI static inline __m128i halves8_stride18(const uint8_t * p) {
+    static const uint8_t k[64] = { 0, 1, 18, 19, 36, 37, 54, 55, 72, 73, 90, 91, 108, 109, 126, 127 };
+    return _mm512_castsi512_si128(_mm512_permutex2var_epi8(_mm512_loadu_si512(p), _mm512_loadu_si512(k), _mm512_loadu_si512(p + 64)));
+}
+
+/* the same for 34-byte blocks (Q8_0): four in bytes 0-101, four at 8 + 34 k of bytes 128-255 */
+QDOT_VBMI static inline __m128i halves8_stride34(const uint8_t * p) {
+    static const uint8_t k[64] = { 0, 1, 34, 35, 68, 69, 102, 103, 8, 9, 42, 43, 76, 77, 110, 111 };
+    const __m512i        idx = _mm512_loadu_si512(k);
+    const __m512i        lo  = _mm512_permutex2var_epi8(_mm512_loadu_si512(p), idx, _mm512_loadu_si512(p + 64));
+    const __m512i        hi  = _mm512_permutex2var_epi8(_mm512_loadu_si512(p + 128), idx, _mm512_loadu_si512(p + 192));
+    return _mm_unpacklo_epi64(_mm512_castsi512_si128(lo), _mm_srli_si128(_mm512_castsi512_si128(hi), 8));
+}
+
+QDOT_VBMI static inline __m256 scales8_q4_0_vbmi(const void * xb, const void * yb) {
+    return _mm256_mul_ps(_mm256_cvtph_ps(halves8_stride18(xb)), _mm256_cvtph_ps(halves8_stride34(yb)));
+}
+
+QDOT_VBMI static inline __m256 scales8_q8_0_vbmi(const void * xb, const void * yb) {
+    return _mm256_mul_ps(_mm256_cvtph_ps(halves8_stride34(xb)), _mm256_cvtph_ps(halves8_stride34(yb)));
+}
+
+QDOT_VBMI QDOT_PAIRS_KERNEL(vec_dot_q4_0_q8_0_vbmi, block_q4_0, q4_0_pair, scales8_q4_0_vbmi, vec_dot_q4_0_q8_0_avx512)
+QDOT_VBMI QDOT_PAIRS_KERNEL(vec_dot_q8_0_q8_0_vbmi, block_q8_0, q8_0_pair, scales8_q8_0_vbmi, vec_dot_q8_0_q8_0_avx512)
+
+static const struct ggmlx_qdot_entry entries_vbmi[] = {
+    { GGML_TYPE_Q4_0, NULL, vec_dot_q4_0_q8_0_vbmi },
+    { GGML_TYPE_Q8_0, NULL, vec_dot_q8_0_q8_0_vbmi },
+};
+
+void ggmlx_qdot_fill_avx512_base(ggmlx_qdot_table t) {
     ggmlx_qdot_apply(t, entries_avx512, sizeof(entries_avx512) / sizeof(entries_avx512[0]));
     ggmlx_qdot_apply(t, iq_entries_avx512, sizeof(iq_entries_avx512) / sizeof(iq_entries_avx512[0]));
     ggmlx_qdot_apply(t, entries_zmm, sizeof(entries_zmm) / sizeof(entries_zmm[0]));
 }
+
+void ggmlx_qdot_fill_avx512(ggmlx_qdot_table t) {
+    ggmlx_qdot_fill_avx512_base(t);
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512vbmi")) {
+        ggmlx_qdot_apply(t, entries_vbmi, sizeof(entries_vbmi) / sizeof(entries_vbmi[0]));
+    }
+}
 #else
+void ggmlx_qdot_fill_avx512_base(ggmlx_qdot_table t) { (void)t; }
 void ggmlx_qdot_fill_avx512(ggmlx_qdot_table t) { (void)t; }
 #endif

@@ -46,6 +46,7 @@ void ggmlx_qdot_fill_k(ggmlx_qdot_table t);
 void ggmlx_qdot_fill_iq(ggmlx_qdot_table t);
 void ggmlx_qdot_fill_avx2(ggmlx_qdot_table t);   /* no-op where the compiler cannot target x86 */
 void ggmlx_qdot_fill_avx512(ggmlx_qdot_table t);
+void ggmlx_qdot_fill_avx512_base(ggmlx_qdot_table t); /* without the VBMI kernels (tests) */
 
 /*
  * What an instruction-set file provides: entries (a NULL member leaves the table's one), applied
