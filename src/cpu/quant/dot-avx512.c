@@ -48,28 +48,47 @@ static inline __m512i pair_index(int k) {
                             2 * k, 2 * k, 2 * k, 2 * k, 2 * k, 2 * k, 2 * k, 2 * k);
 }
 
+/* two blocks' 32 nibbles each, in element order: [x0 (low, high) | x1 (low, high)] */
+static inline __m512i nibbles_pair(const uint8_t * qs0, const uint8_t * qs1) {
+    const __m256i q = _mm256_set_m128i(_mm_loadu_si128((const __m128i *)qs1), _mm_loadu_si128((const __m128i *)qs0));
+    __m512i       v = _mm512_inserti64x4(_mm512_castsi256_si512(q), _mm256_srli_epi16(q, 4), 1);
+    v               = _mm512_and_si512(v, _mm512_set1_epi8(15));
+    return _mm512_shuffle_i64x2(v, v, _MM_SHUFFLE(3, 1, 2, 0));
+}
+
+static inline __m512i y_pair(const block_q8_0 * y) {
+    return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)y[0].qs)),
+                              _mm256_loadu_si256((const __m256i *)y[1].qs), 1);
+}
+
+/* signed bytes times signed bytes: |w| times y with w's sign (no byte sign instruction: a masked negate) */
+static inline __m512i dot_ss_zmm(__m512i w, __m512i yv) {
+    const __m512i sy = _mm512_mask_sub_epi8(yv, _mm512_movepi8_mask(w), _mm512_setzero_si512(), yv);
+    return _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_abs_epi8(w), sy);
+}
+
 /* the integer dot products of two Q4_0 blocks with their Q8_0 blocks, 8 lanes each */
 static inline __m512i q4_0_pair(const block_q4_0 * x, const block_q8_0 * y) {
-    const __m256i q   = _mm256_set_m128i(_mm_loadu_si128((const __m128i *)x[1].qs), _mm_loadu_si128((const __m128i *)x[0].qs));
-    /* [x0 low, x1 low, x0 high, x1 high] nibbles, reordered to the activations' [x0 | x1] order */
-    __m512i       v   = _mm512_inserti64x4(_mm512_castsi256_si512(q), _mm256_srli_epi16(q, 4), 1);
-    v                 = _mm512_and_si512(v, _mm512_set1_epi8(15));
-    v                 = _mm512_shuffle_i64x2(v, v, _MM_SHUFFLE(3, 1, 2, 0));
-    const __m512i yv  = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)y[0].qs)),
-                                           _mm256_loadu_si256((const __m256i *)y[1].qs), 1);
-    const __m512i p   = _mm512_dpbusd_epi32(_mm512_setzero_si512(), v, yv);
-    const __m512i p8  = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(8), yv);
-    return _mm512_sub_epi32(p, p8);
+    const __m512i yv = y_pair(y);
+    return _mm512_sub_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), nibbles_pair(x[0].qs, x[1].qs), yv),
+                            _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(8), yv));
+}
+
+static inline __m512i q5_0_pair(const block_q5_0 * x, const block_q8_0 * y) {
+    const __m512i hb = _mm512_inserti64x4(_mm512_castsi256_si512(QX(bit4_from_qh)(x[0].qh)), QX(bit4_from_qh)(x[1].qh), 1);
+    const __m512i v  = _mm512_or_si512(nibbles_pair(x[0].qs, x[1].qs), hb);
+    const __m512i yv = y_pair(y);
+    return _mm512_sub_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), v, yv),
+                            _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(16), yv));
+}
+
+static inline __m512i iq4_nl_pair(const block_iq4_nl * x, const block_q8_0 * y) {
+    const __m512i lut = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)ggmlx_kvalues_iq4nl));
+    return dot_ss_zmm(_mm512_shuffle_epi8(lut, nibbles_pair(x[0].qs, x[1].qs)), y_pair(y));
 }
 
 static inline __m512i q8_0_pair(const block_q8_0 * x, const block_q8_0 * y) {
-    const __m512i xv = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)x[0].qs)),
-                                          _mm256_loadu_si256((const __m256i *)x[1].qs), 1);
-    const __m512i yv = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)y[0].qs)),
-                                          _mm256_loadu_si256((const __m256i *)y[1].qs), 1);
-    /* |x| times y with x's sign (AVX-512 has no byte sign instruction: negate under a mask) */
-    const __m512i sy = _mm512_mask_sub_epi8(yv, _mm512_movepi8_mask(xv), _mm512_setzero_si512(), yv);
-    return _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_abs_epi8(xv), sy);
+    return dot_ss_zmm(y_pair(x), y_pair(y)); /* x has the same layout as y */
 }
 
 /*
@@ -104,6 +123,8 @@ static inline __m512i q8_0_pair(const block_q8_0 * x, const block_q8_0 * y) {
 
 QDOT_PAIRS_KERNEL(vec_dot_q4_0_q8_0_zmm, block_q4_0, q4_0_pair, QDOT_SCALES8, vec_dot_q4_0_q8_0_avx512)
 QDOT_PAIRS_KERNEL(vec_dot_q8_0_q8_0_zmm, block_q8_0, q8_0_pair, QDOT_SCALES8, vec_dot_q8_0_q8_0_avx512)
+QDOT_PAIRS_KERNEL(vec_dot_q5_0_q8_0_zmm, block_q5_0, q5_0_pair, QDOT_SCALES8, vec_dot_q5_0_q8_0_avx512)
+QDOT_PAIRS_KERNEL(vec_dot_iq4_nl_q8_0_zmm, block_iq4_nl, iq4_nl_pair, QDOT_SCALES8, vec_dot_iq4_nl_q8_0_avx512)
 
 /* word index vector: word w takes scale `first + w / per` */
 static inline __m512i scale_index(int first, int per) {
@@ -184,6 +205,8 @@ static void vec_dot_q6_K_q8_K_zmm(GGMLX_VEC_DOT_ARGS) {
 static const struct ggmlx_qdot_entry entries_zmm[] = {
     { GGML_TYPE_Q4_0, NULL, vec_dot_q4_0_q8_0_zmm },
     { GGML_TYPE_Q8_0, NULL, vec_dot_q8_0_q8_0_zmm },
+    { GGML_TYPE_Q5_0, NULL, vec_dot_q5_0_q8_0_zmm },
+    { GGML_TYPE_IQ4_NL, NULL, vec_dot_iq4_nl_q8_0_zmm },
     { GGML_TYPE_Q4_K, NULL, vec_dot_q4_K_q8_K_zmm },
     { GGML_TYPE_Q6_K, NULL, vec_dot_q6_K_q8_K_zmm },
 };
@@ -226,10 +249,13 @@ QDOT_VBMI static inline __m256 scales8_q8_0_vbmi(const void * xb, const void * y
 
 QDOT_VBMI QDOT_PAIRS_KERNEL(vec_dot_q4_0_q8_0_vbmi, block_q4_0, q4_0_pair, scales8_q4_0_vbmi, vec_dot_q4_0_q8_0_avx512)
 QDOT_VBMI QDOT_PAIRS_KERNEL(vec_dot_q8_0_q8_0_vbmi, block_q8_0, q8_0_pair, scales8_q8_0_vbmi, vec_dot_q8_0_q8_0_avx512)
+/* IQ4_NL blocks are Q4_0's size: the same scale positions */
+QDOT_VBMI QDOT_PAIRS_KERNEL(vec_dot_iq4_nl_q8_0_vbmi, block_iq4_nl, iq4_nl_pair, scales8_q4_0_vbmi, vec_dot_iq4_nl_q8_0_avx512)
 
 static const struct ggmlx_qdot_entry entries_vbmi[] = {
     { GGML_TYPE_Q4_0, NULL, vec_dot_q4_0_q8_0_vbmi },
     { GGML_TYPE_Q8_0, NULL, vec_dot_q8_0_q8_0_vbmi },
+    { GGML_TYPE_IQ4_NL, NULL, vec_dot_iq4_nl_q8_0_vbmi },
 };
 
 void ggmlx_qdot_fill_avx512_base(ggmlx_qdot_table t) {
