@@ -40,12 +40,13 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/check-exports.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 
 # Names the headers declare: an identifier followed by '(' (functions) or by ';' / '[' after an
-# extern (data), with comments removed so that a name quoted in prose does not count.
+# extern or a GGML_API const (data: GGML_API carries the extern), with comments removed so that
+# a name quoted in prose does not count.
 sed -e 's://.*$::' "${headers[@]}" |
     perl -0777 -pe 's:/\*.*?\*/::gs' >"$tmp/headers.txt"
 {
     grep -oE '[A-Za-z_][A-Za-z0-9_]*[[:space:]]*\(' "$tmp/headers.txt" | sed -E 's/[[:space:]]*\($//'
-    { grep -E '\bextern\b' "$tmp/headers.txt" || true; } |
+    { grep -E '\bextern\b|\bGGML_API[[:space:]]+const\b' "$tmp/headers.txt" || true; } |
         { grep -oE '[A-Za-z_][A-Za-z0-9_]*[[:space:]]*(;|\[)' || true; } | sed -E 's/[[:space:]]*(;|\[)$//'
     # a backend module's entry points (ggml-backend.h's typedefs name them only in strings; the
     # loader asks ggmlx_backend_unavailable_reason why a module that scored 0 cannot run here)

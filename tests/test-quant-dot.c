@@ -17,7 +17,7 @@
 
 #include "quant/qdot.h"
 #include "quant/quant-blocks.h"
-#include "quant/quant-tables.h"
+#include "ggmlx-quant-tables.h"
 
 #include <criterion/criterion.h>
 

@@ -95,7 +95,7 @@ static void emu_dpbsud(int c, int a, int b) {
 #include "ggml-math.h"
 #include "quant/qgemm.h"
 #include "quant/quant-blocks.h"
-#include "quant/quant-tables.h"
+#include "ggmlx-quant-tables.h"
 
 #include <criterion/criterion.h>
 #include <stdlib.h>

@@ -11,7 +11,7 @@
 #include "quant/qgemm-impl.h"
 #include "quant/qgemm.h"
 #include "quant/quant-blocks.h"
-#include "quant/quant-tables.h"
+#include "ggmlx-quant-tables.h"
 
 #include <criterion/criterion.h>
 #include <math.h>

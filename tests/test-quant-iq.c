@@ -12,7 +12,7 @@
 #include "ggml-math.h"
 #include "quant/quant-iq-impl.h"
 #include "quant/quant-iq.h"
-#include "quant/quant-tables.h"
+#include "ggmlx-quant-tables.h"
 #include "quant/quant.h"
 #include "test-util.h"
 

@@ -5,7 +5,7 @@
  * code whose scaled value is nearest, the first one on a tie.
  */
 #include "quant-legacy.h"
-#include "quant-tables.h"
+#include "ggmlx-quant-tables.h"
 
 static int nearest_fp4(float x, float scale) {
     int best = 0;

@@ -9,7 +9,7 @@
 #include "quant-iq.h"
 
 #include "ggml-math.h"
-#include "quant-tables.h"
+#include "ggmlx-quant-tables.h"
 
 #include <string.h>
 

@@ -11,7 +11,7 @@
 #include "quant-iq.h"
 
 #include "ggml-impl.h"
-#include "quant-tables.h"
+#include "ggmlx-quant-tables.h"
 
 #include <pthread.h>
 #include <stdatomic.h>

@@ -8,7 +8,7 @@
  */
 #include "quant-k.h"
 #include "quant-search.h"
-#include "quant-tables.h"
+#include "ggmlx-quant-tables.h"
 
 #include "ggml-math.h"
 

@@ -8,7 +8,7 @@
 
 #include "ggml-math.h"
 #include "quant/quant-blocks.h"
-#include "quant/quant-tables.h"
+#include "ggmlx-quant-tables.h"
 
 #include <string.h>
 
