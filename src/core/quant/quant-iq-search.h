@@ -6,7 +6,7 @@
  * Only some keys are codebook entries; `map` turns a key into its grid index, or, for a key
  * that is not on the grid, into a list of the grid points nearest to it, which the quantizer
  * then searches with its own weighted error. A table set is built from the generated grid of
- * its format (quant-tables.h): the levels are the distinct byte values of the grid in
+ * its format (ggmlx-quant-tables.h): the levels are the distinct byte values of the grid in
  * increasing order, and a point's lattice coordinates are 2l+1.
  */
 #ifndef GGMLX_QUANT_IQ_SEARCH_H
