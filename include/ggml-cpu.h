@@ -102,6 +102,24 @@ extern "C" {
     GGML_API int ggml_cpu_has_avx512_bf16(void);
 
     /*
+     * Per-type CPU kernels (upstream exposes them for tests and benchmarks): from_float quantizes
+     * a row of F32 into the type, vec_dot computes nrc dot products of a row of the type with a
+     * row of vec_dot_type (the activations are quantized to it first), nrows is how many rows the
+     * kernel takes at once. NULL for an unknown type.
+     */
+    typedef void (*ggml_vec_dot_t)  (int n, float * GGML_RESTRICT s, size_t bs, const void * GGML_RESTRICT x, size_t bx,
+                                       const void * GGML_RESTRICT y, size_t by, int nrc);
+
+    struct ggml_type_traits_cpu {
+        ggml_from_float_t        from_float;
+        ggml_vec_dot_t           vec_dot;
+        enum ggml_type           vec_dot_type;
+        int64_t                  nrows; // number of rows to process simultaneously
+    };
+
+    GGML_BACKEND_API const struct ggml_type_traits_cpu * ggml_get_type_traits_cpu(enum ggml_type type);
+
+    /*
      * The CPU backend. graph_compute_async enqueues and returns at once; one worker thread per
      * backend runs what is queued, in order, with a pool of n_threads - 1 more threads. The
      * "sync" device parameter (or GGMLX_CPU_SYNC=1) computes on the caller's thread instead, as

@@ -74,11 +74,11 @@ static const struct ggml_type_traits k_type_traits[GGML_TYPE_COUNT] = {
     [38] = { .type_name = "TYPE_IQ4_NL_8_8 REMOVED, use IQ4_NL with runtime repacking", .blck_size = 0, .type_size = 0, .is_quantized = false },
 
     /* ---- 32-element legacy formats, the FP4 formats, the low-bit and ternary formats (quant-legacy.h) ---- */
-    [2] = { .type_name = "q4_0", .blck_size = 32, .type_size = 18, .is_quantized = true },
+    [2] = { .type_name = "q4_0", .blck_size = 32, .type_size = 18, .is_quantized = true, .to_float = ggmlx_dequantize_row_q4_0, .from_float_ref = ggmlx_quantize_row_q4_0_ref },
     [3] = { .type_name = "q4_1", .blck_size = 32, .type_size = 20, .is_quantized = true },
     [6] = { .type_name = "q5_0", .blck_size = 32, .type_size = 22, .is_quantized = true },
     [7] = { .type_name = "q5_1", .blck_size = 32, .type_size = 24, .is_quantized = true },
-    [8] = { .type_name = "q8_0", .blck_size = 32, .type_size = 34, .is_quantized = true },
+    [8] = { .type_name = "q8_0", .blck_size = 32, .type_size = 34, .is_quantized = true, .to_float = ggmlx_dequantize_row_q8_0, .from_float_ref = ggmlx_quantize_row_q8_0_ref },
     [9] = { .type_name = "q8_1", .blck_size = 32, .type_size = 36, .is_quantized = true },
     [39] = { .type_name = "mxfp4", .blck_size = 32, .type_size = 17, .is_quantized = true },
     [40] = { .type_name = "nvfp4", .blck_size = 64, .type_size = 36, .is_quantized = true },

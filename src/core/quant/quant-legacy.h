@@ -11,4 +11,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+void ggmlx_dequantize_row_q4_0(const void * restrict x, float * restrict y, int64_t k);
+void ggmlx_quantize_row_q4_0_ref(const float * restrict x, void * restrict y, int64_t k);
+void ggmlx_dequantize_row_q8_0(const void * restrict x, float * restrict y, int64_t k);
+void ggmlx_quantize_row_q8_0_ref(const float * restrict x, void * restrict y, int64_t k);
+
 #endif
