@@ -5,7 +5,6 @@
 #include "ggml-cpu.h"
 #include "ggml-math.h"
 #include "quant/quant-blocks.h"
-#include "quant/quant-legacy.h"
 
 static void stopgap_dot_q4_0_q8_0(int n, float * restrict s, size_t bs, const void * restrict vx, size_t bx,
                                   const void * restrict vy, size_t by, int nrc) {
@@ -39,10 +38,19 @@ static void stopgap_dot_q8_0_q8_0(int n, float * restrict s, size_t bs, const vo
     *s = sum;
 }
 
+/* the core library's reference quantizers are reached through the public traits (they are hidden) */
+static void stopgap_from_q4_0(const float * restrict x, void * restrict y, int64_t k) {
+    ggml_get_type_traits(GGML_TYPE_Q4_0)->from_float_ref(x, y, k);
+}
+
+static void stopgap_from_q8_0(const float * restrict x, void * restrict y, int64_t k) {
+    ggml_get_type_traits(GGML_TYPE_Q8_0)->from_float_ref(x, y, k);
+}
+
 static const struct ggml_type_traits_cpu stopgap_traits[GGML_TYPE_COUNT] = {
-    [GGML_TYPE_Q4_0] = { .from_float = ggmlx_quantize_row_q4_0_ref, .vec_dot = stopgap_dot_q4_0_q8_0,
+    [GGML_TYPE_Q4_0] = { .from_float = stopgap_from_q4_0, .vec_dot = stopgap_dot_q4_0_q8_0,
                          .vec_dot_type = GGML_TYPE_Q8_0, .nrows = 1 },
-    [GGML_TYPE_Q8_0] = { .from_float = ggmlx_quantize_row_q8_0_ref, .vec_dot = stopgap_dot_q8_0_q8_0,
+    [GGML_TYPE_Q8_0] = { .from_float = stopgap_from_q8_0, .vec_dot = stopgap_dot_q8_0_q8_0,
                          .vec_dot_type = GGML_TYPE_Q8_0, .nrows = 1 },
 };
 
