@@ -541,6 +541,33 @@ extern "C" {
     GGML_API bool ggml_validate_row_data(enum ggml_type type, const void * data, size_t nbytes);
 
     /*
+     * Quantization (thread-safe).
+     * ggml_quantize_init builds the search tables a type's quantizer needs (only the codebook
+     * types have any); calling it again is a no-op until ggml_quantize_free drops them all.
+     * ggml_quantize_chunk calls it itself.
+     */
+    GGML_API void ggml_quantize_init(enum ggml_type type);
+    GGML_API void ggml_quantize_free(void);
+
+    /* true for the types whose quantizer needs an importance matrix */
+    GGML_API bool ggml_quantize_requires_imatrix(enum ggml_type type);
+
+    /*
+     * Quantize nrows rows of n_per_row floats, src + start onward, into dst + the row start/n_per_row
+     * (F32/F16/BF16: dst + start elements). imatrix: NULL or n_per_row weights, one per column.
+     * Returns the bytes written; 0 with an error when refused (start not a multiple of the block
+     * size and of n_per_row, a type with no quantizer, a required imatrix missing, NULL pointers).
+     */
+    GGML_API size_t ggml_quantize_chunk(
+            enum ggml_type   type,
+               const float * src,
+                      void * dst,
+                   int64_t   start,
+                   int64_t   nrows,
+                   int64_t   n_per_row,
+               const float * imatrix);
+
+    /*
      * Contexts.
      * Precondition: params.mem_size > 0 unless no_alloc tensors only are made (metadata still
      * needs memory: ggml_tensor_overhead() per tensor). A user-supplied mem_buffer stays the

@@ -8,6 +8,7 @@
 #include "quant/quant-iq.h"
 #include "quant/quant-k.h"
 #include "quant/quant-legacy.h"
+#include "quant/quant-validate.h"
 
 static void f16_to_f32_row(const void * GGML_RESTRICT x, float * GGML_RESTRICT y, int64_t k) {
     ggml_fp16_to_fp32_row((const ggml_fp16_t *) x, y, k);
@@ -74,18 +75,29 @@ static const struct ggml_type_traits k_type_traits[GGML_TYPE_COUNT] = {
     [38] = { .type_name = "TYPE_IQ4_NL_8_8 REMOVED, use IQ4_NL with runtime repacking", .blck_size = 0, .type_size = 0, .is_quantized = false },
 
     /* ---- 32-element legacy formats, the FP4 formats, the low-bit and ternary formats (quant-legacy.h) ---- */
-    [2] = { .type_name = "q4_0", .blck_size = 32, .type_size = 18, .is_quantized = true, .to_float = ggmlx_dequantize_row_q4_0, .from_float_ref = ggmlx_quantize_row_q4_0_ref },
-    [3] = { .type_name = "q4_1", .blck_size = 32, .type_size = 20, .is_quantized = true },
-    [6] = { .type_name = "q5_0", .blck_size = 32, .type_size = 22, .is_quantized = true },
-    [7] = { .type_name = "q5_1", .blck_size = 32, .type_size = 24, .is_quantized = true },
-    [8] = { .type_name = "q8_0", .blck_size = 32, .type_size = 34, .is_quantized = true, .to_float = ggmlx_dequantize_row_q8_0, .from_float_ref = ggmlx_quantize_row_q8_0_ref },
-    [9] = { .type_name = "q8_1", .blck_size = 32, .type_size = 36, .is_quantized = true },
-    [39] = { .type_name = "mxfp4", .blck_size = 32, .type_size = 17, .is_quantized = true },
-    [40] = { .type_name = "nvfp4", .blck_size = 64, .type_size = 36, .is_quantized = true },
-    [41] = { .type_name = "q1_0", .blck_size = 128, .type_size = 18, .is_quantized = true },
-    [42] = { .type_name = "q2_0", .blck_size = 64, .type_size = 18, .is_quantized = true },
-    [34] = { .type_name = "tq1_0", .blck_size = 256, .type_size = 54, .is_quantized = true },
-    [35] = { .type_name = "tq2_0", .blck_size = 256, .type_size = 66, .is_quantized = true },
+    [2] = { .type_name = "q4_0", .blck_size = 32, .type_size = 18, .is_quantized = true,
+             .to_float = ggmlx_dequantize_row_q4_0, .from_float_ref = ggmlx_quantize_row_q4_0_ref },
+    [3] = { .type_name = "q4_1", .blck_size = 32, .type_size = 20, .is_quantized = true,
+             .to_float = ggmlx_dequantize_row_q4_1, .from_float_ref = ggmlx_quantize_row_q4_1_ref },
+    [6] = { .type_name = "q5_0", .blck_size = 32, .type_size = 22, .is_quantized = true,
+             .to_float = ggmlx_dequantize_row_q5_0, .from_float_ref = ggmlx_quantize_row_q5_0_ref },
+    [7] = { .type_name = "q5_1", .blck_size = 32, .type_size = 24, .is_quantized = true,
+             .to_float = ggmlx_dequantize_row_q5_1, .from_float_ref = ggmlx_quantize_row_q5_1_ref },
+    [8] = { .type_name = "q8_0", .blck_size = 32, .type_size = 34, .is_quantized = true,
+             .to_float = ggmlx_dequantize_row_q8_0, .from_float_ref = ggmlx_quantize_row_q8_0_ref },
+    [9] = { .type_name = "q8_1", .blck_size = 32, .type_size = 36, .is_quantized = true, .from_float_ref = ggmlx_quantize_row_q8_1_ref },
+    [39] = { .type_name = "mxfp4", .blck_size = 32, .type_size = 17, .is_quantized = true,
+             .to_float = ggmlx_dequantize_row_mxfp4, .from_float_ref = ggmlx_quantize_row_mxfp4_ref },
+    [40] = { .type_name = "nvfp4", .blck_size = 64, .type_size = 36, .is_quantized = true,
+             .to_float = ggmlx_dequantize_row_nvfp4, .from_float_ref = ggmlx_quantize_row_nvfp4_ref },
+    [41] = { .type_name = "q1_0", .blck_size = 128, .type_size = 18, .is_quantized = true,
+             .to_float = ggmlx_dequantize_row_q1_0, .from_float_ref = ggmlx_quantize_row_q1_0_ref },
+    [42] = { .type_name = "q2_0", .blck_size = 64, .type_size = 18, .is_quantized = true,
+             .to_float = ggmlx_dequantize_row_q2_0, .from_float_ref = ggmlx_quantize_row_q2_0_ref },
+    [34] = { .type_name = "tq1_0", .blck_size = 256, .type_size = 54, .is_quantized = true,
+             .to_float = ggmlx_dequantize_row_tq1_0, .from_float_ref = ggmlx_quantize_row_tq1_0_ref },
+    [35] = { .type_name = "tq2_0", .blck_size = 256, .type_size = 66, .is_quantized = true,
+             .to_float = ggmlx_dequantize_row_tq2_0, .from_float_ref = ggmlx_quantize_row_tq2_0_ref },
 
     /* ---- K-quants and the non-linear 4-bit formats (quant-k.h) ---- */
     [10] = { .type_name = "q2_K", .blck_size = 256, .type_size = 84, .is_quantized = true },
@@ -345,8 +357,13 @@ bool ggml_validate_row_data(enum ggml_type type, const void * data, size_t nbyte
             }
         }
         break;
+    case GGML_TYPE_I8:
+    case GGML_TYPE_I16:
+    case GGML_TYPE_I32:
+    case GGML_TYPE_I64:
+        break; /* every bit pattern is an integer */
     default:
-        break; /* integers are always valid; quantized block scales are not checked yet */
+        return ggmlx_validate_quant_blocks(__func__, type, data, n);
     }
     return true;
 }

@@ -10,6 +10,18 @@ static const struct ggmlx_quant_fns k_quant_fns[GGML_TYPE_COUNT] = {
     [GGML_TYPE_F32] = { 0 }, /* F32, F16 and BF16 are handled by ggml_quantize_chunk itself */
 
     /* ---- 32-element legacy formats, the FP4 formats, the low-bit and ternary formats ---- */
+    [GGML_TYPE_Q4_0]  = { .quantize = ggmlx_quantize_q4_0 },
+    [GGML_TYPE_Q4_1]  = { .quantize = ggmlx_quantize_q4_1 },
+    [GGML_TYPE_Q5_0]  = { .quantize = ggmlx_quantize_q5_0 },
+    [GGML_TYPE_Q5_1]  = { .quantize = ggmlx_quantize_q5_1 },
+    [GGML_TYPE_Q8_0]  = { .quantize = ggmlx_quantize_q8_0 },
+    [GGML_TYPE_MXFP4] = { .quantize = ggmlx_quantize_mxfp4 },
+    [GGML_TYPE_NVFP4] = { .quantize = ggmlx_quantize_nvfp4 },
+    [GGML_TYPE_Q1_0]  = { .quantize = ggmlx_quantize_q1_0 },
+    [GGML_TYPE_Q2_0]  = { .quantize = ggmlx_quantize_q2_0 },
+    [GGML_TYPE_TQ1_0] = { .quantize = ggmlx_quantize_tq1_0 },
+    [GGML_TYPE_TQ2_0] = { .quantize = ggmlx_quantize_tq2_0 },
+    /* Q8_1 stays empty: it is only the other operand of Q4_1/Q5_1 dot products */
 
     /* ---- K-quants and the non-linear 4-bit formats ---- */
 
