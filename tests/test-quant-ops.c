@@ -512,7 +512,7 @@ ON_BOTH(quant_refusals, cpy_into_iq2_xxs_has_no_quantizer) {
     struct ggml_tensor * q = ggml_new_tensor_1d(f.ctx, GGML_TYPE_IQ2_XXS, 256);
     struct ggml_tensor * d = ggml_cpy(f.ctx, s, q);
     alloc_fx(&f);
-    expect_refused(&f, d, "importance matrix");
+    expect_refused(&f, d, "made only by ggml_quantize_chunk");
     close_fx(&f);
 }
 
@@ -523,7 +523,7 @@ ON_BOTH(quant_refusals, set_rows_into_iq3_s_has_no_quantizer) {
     struct ggml_tensor * idx = ggml_new_tensor_1d(f.ctx, GGML_TYPE_I64, 1);
     struct ggml_tensor * d   = ggml_set_rows(f.ctx, a, b, idx);
     alloc_fx(&f);
-    expect_refused(&f, d, "importance matrix");
+    expect_refused(&f, d, "made only by ggml_quantize_chunk");
     close_fx(&f);
 }
 

@@ -28,7 +28,8 @@ static bool has_cpu_from_float(enum ggml_type t) {
     return tr != NULL && tr->from_float != NULL;
 }
 
-#define NO_QUANTIZER "has no CPU quantizer from F32 (the IQ1, IQ2 and IQ3 formats are made only by ggml_quantize_chunk with an importance matrix)"
+/* the codebook formats are searched for whole rows at a time, often with an importance matrix */
+#define NO_QUANTIZER "has no CPU quantizer from F32 (the IQ1, IQ2 and IQ3 formats are made only by ggml_quantize_chunk)"
 
 /*
  * The ops with a quantized operand: the kernel, or NULL with *why saying what rule the node breaks
