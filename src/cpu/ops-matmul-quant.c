@@ -11,7 +11,9 @@
  *    one call of the batched kernel ggmlx_qgemm when it has one for the type, otherwise a weight
  *    row is dotted with the tile's MQ_MB converted rows while it sits in L1 (the block of b rows
  *    stays in L2), so each weight row is read once per block of activation rows. A thread's
- *    tiles run along n first, so it reuses one block of b across the weight rows it walks.
+ *    tiles run along m first: its block of weight rows stays in L2 while it meets every block of
+ *    the (small, quantized) activations, so the weights come from memory once in all, and the
+ *    threads split the weights between them.
  */
 #include "cpu-ops.h"
 #include "ggml-cpu.h"
@@ -224,8 +226,8 @@ void ggmlx_cpu_mul_mat_quant(const struct ggmlx_cpu_params * params, struct ggml
     for (int64_t u = u0; u < u1; u++) {
         const int64_t batch = u / per_batch;
         const int64_t rest  = u % per_batch;
-        const int64_t n0    = (rest % p.n_chunks) * p.n_chunk;
-        const int64_t m0    = (rest / p.n_chunks) * p.m_chunk;
+        const int64_t m0    = (rest % p.m_chunks) * p.m_chunk;
+        const int64_t n0    = (rest / p.m_chunks) * p.n_chunk;
         mq_tile(&c, batch % p.B2, batch / p.B2, n0, mq_min(p.N, n0 + p.n_chunk), m0, mq_min(p.M, m0 + p.m_chunk));
     }
 }
