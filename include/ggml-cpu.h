@@ -102,10 +102,11 @@ extern "C" {
     GGML_API int ggml_cpu_has_avx512_bf16(void);
 
     /*
-     * Per-type CPU kernels (upstream exposes them for tests and benchmarks): from_float quantizes
-     * a row of F32 into the type, vec_dot computes nrc dot products of a row of the type with a
-     * row of vec_dot_type (the activations are quantized to it first), nrows is how many rows the
-     * kernel takes at once. NULL for an unknown type.
+     * Per-type CPU kernels (upstream exposes these for tests and benchmarks). vec_dot computes
+     * s[0] = the dot product of n elements of x (a row of the type) and y (a row of vec_dot_type);
+     * bs, bx, by and nrc describe several rows at once where nrows > 1 (always 1 here). from_float
+     * converts n floats to the type (NULL where the CPU has no such conversion). The selection
+     * follows the CPU's instruction set, or GGMLX_MATMUL_KERNEL=portable|avx2|avx512.
      */
     typedef void (*ggml_vec_dot_t)  (int n, float * GGML_RESTRICT s, size_t bs, const void * GGML_RESTRICT x, size_t bx,
                                        const void * GGML_RESTRICT y, size_t by, int nrc);
@@ -117,6 +118,7 @@ extern "C" {
         int64_t                  nrows; // number of rows to process simultaneously
     };
 
+    /* NULL for a type id out of range */
     GGML_BACKEND_API const struct ggml_type_traits_cpu * ggml_get_type_traits_cpu(enum ggml_type type);
 
     /*

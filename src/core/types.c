@@ -110,13 +110,13 @@ static const struct ggml_type_traits k_type_traits[GGML_TYPE_COUNT] = {
     [23] = { .type_name = "iq4_xs", .blck_size = 256, .type_size = 136, .is_quantized = true },
 
     /* ---- codebook (IQ) formats (quant-iq.h) ---- */
-    [16] = { .type_name = "iq2_xxs", .blck_size = 256, .type_size = 66, .is_quantized = true },
-    [17] = { .type_name = "iq2_xs", .blck_size = 256, .type_size = 74, .is_quantized = true },
-    [22] = { .type_name = "iq2_s", .blck_size = 256, .type_size = 82, .is_quantized = true },
-    [18] = { .type_name = "iq3_xxs", .blck_size = 256, .type_size = 98, .is_quantized = true },
-    [21] = { .type_name = "iq3_s", .blck_size = 256, .type_size = 110, .is_quantized = true },
-    [19] = { .type_name = "iq1_s", .blck_size = 256, .type_size = 50, .is_quantized = true },
-    [29] = { .type_name = "iq1_m", .blck_size = 256, .type_size = 56, .is_quantized = true },
+    [16] = { .type_name = "iq2_xxs", .blck_size = 256, .type_size = 66, .is_quantized = true, .to_float = ggmlx_dequantize_row_iq2_xxs },
+    [17] = { .type_name = "iq2_xs", .blck_size = 256, .type_size = 74, .is_quantized = true, .to_float = ggmlx_dequantize_row_iq2_xs },
+    [22] = { .type_name = "iq2_s", .blck_size = 256, .type_size = 82, .is_quantized = true, .to_float = ggmlx_dequantize_row_iq2_s, .from_float_ref = ggmlx_quantize_row_iq2_s_ref },
+    [18] = { .type_name = "iq3_xxs", .blck_size = 256, .type_size = 98, .is_quantized = true, .to_float = ggmlx_dequantize_row_iq3_xxs, .from_float_ref = ggmlx_quantize_row_iq3_xxs_ref },
+    [21] = { .type_name = "iq3_s", .blck_size = 256, .type_size = 110, .is_quantized = true, .to_float = ggmlx_dequantize_row_iq3_s, .from_float_ref = ggmlx_quantize_row_iq3_s_ref },
+    [19] = { .type_name = "iq1_s", .blck_size = 256, .type_size = 50, .is_quantized = true, .to_float = ggmlx_dequantize_row_iq1_s },
+    [29] = { .type_name = "iq1_m", .blck_size = 256, .type_size = 56, .is_quantized = true, .to_float = ggmlx_dequantize_row_iq1_m },
 };
 
 _Static_assert(sizeof(k_op_names) / sizeof(k_op_names[0]) == GGML_OP_COUNT, "an op has no name");

@@ -3,7 +3,8 @@
  *
  * The float expressions keep upstream's association order, (w * x) * l and so on: the searches
  * compare sums that differ in the last bits, so a regrouped product could pick another scale
- * and change the bytes written.
+ * and change the bytes written. For the same reason nothing may fuse a * b + c into one FMA
+ * rounding: the project builds as ISO C11, where GCC's default is -ffp-contract=off.
  */
 #include "quant-search.h"
 

@@ -26,6 +26,13 @@ static const struct ggmlx_quant_fns k_quant_fns[GGML_TYPE_COUNT] = {
     /* ---- K-quants and the non-linear 4-bit formats ---- */
 
     /* ---- codebook (IQ) formats ---- */
+    [GGML_TYPE_IQ2_XXS] = { ggmlx_quantize_iq2_xxs, true, ggmlx_iq2_xxs_init, ggmlx_iq2_xxs_release },
+    [GGML_TYPE_IQ2_XS]  = { ggmlx_quantize_iq2_xs, true, ggmlx_iq2_xs_init, ggmlx_iq2_xs_release },
+    [GGML_TYPE_IQ2_S]   = { ggmlx_quantize_iq2_s, false, ggmlx_iq2_s_init, ggmlx_iq2_s_release },
+    [GGML_TYPE_IQ3_XXS] = { ggmlx_quantize_iq3_xxs, false, ggmlx_iq3_xxs_init, ggmlx_iq3_xxs_release },
+    [GGML_TYPE_IQ3_S]   = { ggmlx_quantize_iq3_s, false, ggmlx_iq3_s_init, ggmlx_iq3_s_release },
+    [GGML_TYPE_IQ1_S]   = { ggmlx_quantize_iq1_s, true, ggmlx_iq1_init, ggmlx_iq1_release },
+    [GGML_TYPE_IQ1_M]   = { ggmlx_quantize_iq1_m, false, ggmlx_iq1_init, ggmlx_iq1_release },
 
 };
 

@@ -8,15 +8,22 @@
 
 #include <stdint.h>
 
-extern const int8_t ggmlx_kvalues_iq4nl[16]; /* IQ4_NL.kvalues */
-extern const int8_t ggmlx_kvalues_fp4[16]; /* MXFP4.kvalues (the doubled E2M1 values) */
-extern const uint64_t ggmlx_iq2xxs_grid[256]; /* IQ2_XXS grid (256 x 8) */
-extern const uint64_t ggmlx_iq2xs_grid[512]; /* IQ2_XS grid (512 x 8) */
-extern const uint64_t ggmlx_iq2s_grid[1024]; /* IQ2_S grid (1024 x 8) */
-extern const uint32_t ggmlx_iq3xxs_grid[256]; /* IQ3_XXS grid (256 x 4) */
-extern const uint32_t ggmlx_iq3s_grid[512]; /* IQ3_S grid (512 x 4) */
-extern const uint64_t ggmlx_iq1s_grid[2048]; /* IQ1_S grid (2048 x 8) */
-extern const uint8_t ggmlx_ksigns_iq2xs[128]; /* IQ2_XXS.ksigns */
-extern const uint8_t ggmlx_kmask_iq2xs[8]; /* bit j */
+/* exported from libggml-base: the CPU kernels in libggml-cpu read them too */
+#if defined(__GNUC__) && !defined(_WIN32)
+#    define GGMLX_QUANT_TABLE_API __attribute__((visibility("default")))
+#else
+#    define GGMLX_QUANT_TABLE_API
+#endif
+
+extern GGMLX_QUANT_TABLE_API const int8_t ggmlx_kvalues_iq4nl[16]; /* IQ4_NL.kvalues */
+extern GGMLX_QUANT_TABLE_API const int8_t ggmlx_kvalues_fp4[16]; /* MXFP4.kvalues (the doubled E2M1 values) */
+extern GGMLX_QUANT_TABLE_API const uint64_t ggmlx_iq2xxs_grid[256]; /* IQ2_XXS grid (256 x 8) */
+extern GGMLX_QUANT_TABLE_API const uint64_t ggmlx_iq2xs_grid[512]; /* IQ2_XS grid (512 x 8) */
+extern GGMLX_QUANT_TABLE_API const uint64_t ggmlx_iq2s_grid[1024]; /* IQ2_S grid (1024 x 8) */
+extern GGMLX_QUANT_TABLE_API const uint32_t ggmlx_iq3xxs_grid[256]; /* IQ3_XXS grid (256 x 4) */
+extern GGMLX_QUANT_TABLE_API const uint32_t ggmlx_iq3s_grid[512]; /* IQ3_S grid (512 x 4) */
+extern GGMLX_QUANT_TABLE_API const uint64_t ggmlx_iq1s_grid[2048]; /* IQ1_S grid (2048 x 8) */
+extern GGMLX_QUANT_TABLE_API const uint8_t ggmlx_ksigns_iq2xs[128]; /* IQ2_XXS.ksigns */
+extern GGMLX_QUANT_TABLE_API const uint8_t ggmlx_kmask_iq2xs[8]; /* bit j */
 
 #endif
