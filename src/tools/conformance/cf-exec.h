@@ -191,6 +191,19 @@ static bool cf_supported(const struct cf_device * d, struct ggml_cgraph * gf, st
     return true;
 }
 
+/* a quantized input or result needs the type's reference quantizer and dequantizer (a skip otherwise) */
+static bool cf_quant_reference_exists(const struct cf_build * b, struct cf_result * res) {
+    for (int i = 0; i <= b->n_in; i++) {
+        const struct ggml_tensor * t = i < b->n_in ? b->in[i] : b->out;
+        const struct ggml_type_traits * tr = ggml_get_type_traits(t->type);
+        if (ggml_is_quantized(t->type) && (tr->to_float == NULL || tr->from_float_ref == NULL)) {
+            cf_set(res, CF_SKIP, "%s has no reference quantizer or dequantizer in this build", ggml_type_name(t->type));
+            return false;
+        }
+    }
+    return true;
+}
+
 static void cf_run_op_case(const struct cf_options * opt, struct cf_device * d, const struct cf_op_case * c,
                            struct cf_result * res) {
     struct cf_build       b;
@@ -226,7 +239,7 @@ static void cf_run_op_case(const struct cf_options * opt, struct cf_device * d, 
         goto out;
     }
     ggml_build_forward_expand(gf, b.out);
-    if (!cf_supported(d, gf, res)) {
+    if (!cf_supported(d, gf, res) || !cf_quant_reference_exists(&b, res)) {
         goto out;
     }
 
