@@ -17,13 +17,10 @@
  */
 #include "cpu-ops.h"
 #include "ggml-cpu.h"
+#include "quant/qgemm.h"
 
 #include <limits.h>
 #include <string.h>
-
-/* The batched kernel (src/cpu/quant/qgemm.h) when it is linked in; NULL until then. */
-bool ggmlx_qgemm(enum ggml_type t, int64_t k, const void * a, size_t lda, int64_t n, const void * b, size_t ldb,
-                 int64_t m, float * c, size_t ldc) __attribute__((weak));
 
 #define MQ_ALIGN 64
 #define MQ_MB    64 /* activation rows per tile: 64 converted rows of 4096 Q8_0 values are 272 KiB (L2) */
@@ -185,7 +182,7 @@ static void mq_tile(const struct mq_ctx * c, int64_t i12, int64_t i13, int64_t n
         }
         return;
     }
-    if (m1 - m0 > 1 && ggmlx_qgemm != NULL && d->nb[1] % sizeof(float) == 0 &&
+    if (m1 - m0 > 1 && d->nb[1] % sizeof(float) == 0 &&
         ggmlx_qgemm(a->type, p->K, arow, a->nb[1], n1 - n0, brow, p->row_q, m1 - m0, out, ldc)) {
         return;
     }
