@@ -215,6 +215,17 @@ ON_BOTH(quant_mul_mat, q4_0_batch_larger_than_a_tile) {
     check_mul_mat(kind, GGML_TYPE_Q4_0, 128, 71, 70, 1, 1, 1, 1, false);
 }
 
+/* the tiles of a batch go to the batched 8-bit kernel; these force its portable C kernel, or none */
+ON_BOTH(quant_mul_mat, q8_0_batch_with_the_portable_gemm_kernel) {
+    setenv("GGMLX_MATMUL_KERNEL", "portable", 1);
+    check_mul_mat(kind, GGML_TYPE_Q8_0, 96, 40, 67, 1, 1, 1, 1, false);
+}
+
+ON_BOTH(quant_mul_mat, q4_0_batch_with_vec_dot_only) {
+    setenv("GGMLX_MATMUL_KERNEL", "avx2", 1);
+    check_mul_mat(kind, GGML_TYPE_Q4_0, 96, 40, 67, 1, 1, 1, 1, false);
+}
+
 ON_BOTH(quant_mul_mat, q8_0_broadcast_over_dims_2_and_3) {
     check_mul_mat(kind, GGML_TYPE_Q8_0, 64, 9, 5, 2, 1, 4, 3, false);
 }
