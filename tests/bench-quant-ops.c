@@ -38,6 +38,8 @@ static int fill(struct ggml_tensor * t, uint64_t seed) {
     }
     if (t->type == GGML_TYPE_F32) {
         memcpy(t->data, v, (size_t) n * sizeof *v);
+    } else if (t->type == GGML_TYPE_F16) {
+        ggml_fp32_to_fp16_row(v, t->data, n);
     } else {
         ggml_get_type_traits(t->type)->from_float_ref(v, t->data, n);
     }
@@ -72,6 +74,11 @@ static double time_graph(struct ggml_cgraph * gf, int n_threads, int runs) {
 
 /* one table row per thread count; 1 on failure */
 static int bench(enum ggml_type type, int64_t K, int64_t N, int64_t M, int runs) {
+    const struct ggml_type_traits_cpu * tc = ggml_get_type_traits_cpu(type);
+    if (type != GGML_TYPE_F16 && (ggml_get_type_traits(type)->from_float_ref == NULL || tc == NULL || tc->vec_dot == NULL)) {
+        printf("| mul_mat_%s | - | no quantizer or dot product in this build | |\n", ggml_type_name(type));
+        return 0;
+    }
     const size_t wbytes = ggml_row_size(type, K) * (size_t) N;
     const size_t mem = wbytes + (size_t) (K * M + N * M) * sizeof(float) + 8 * ggml_tensor_overhead() +
                        ggml_graph_overhead() + (1u << 20);

@@ -221,6 +221,10 @@ ON_BOTH(quant_mul_mat, q8_0_batch_with_the_portable_gemm_kernel) {
     check_mul_mat(kind, GGML_TYPE_Q8_0, 96, 40, 67, 1, 1, 1, 1, false);
 }
 
+ON_BOTH(quant_mul_mat, q8_0_batch_of_more_rows_than_one_gemm_call_takes) {
+    check_mul_mat(kind, GGML_TYPE_Q8_0, 64, 20, 2050, 1, 1, 1, 1, false);
+}
+
 ON_BOTH(quant_mul_mat, q4_0_batch_with_vec_dot_only) {
     setenv("GGMLX_MATMUL_KERNEL", "avx2", 1);
     check_mul_mat(kind, GGML_TYPE_Q4_0, 96, 40, 67, 1, 1, 1, 1, false);

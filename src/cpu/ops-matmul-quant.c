@@ -7,13 +7,16 @@
  * barrier), and each output is one vec_dot of a weight row with a converted row.
  *  - One row of b (token generation): a's rows are split into one contiguous range per thread,
  *    so the weights stream from memory once, each row met by the single vector.
- *  - Several rows: dst is cut into tiles of MQ_NB weight rows x MQ_MB activation rows; a tile is
- *    one call of the batched kernel ggmlx_qgemm when it has one for the type, otherwise a weight
- *    row is dotted with the tile's MQ_MB converted rows while it sits in L1 (the block of b rows
- *    stays in L2), so each weight row is read once per block of activation rows. A thread's
- *    tiles run along m first: its block of weight rows stays in L2 while it meets every block of
- *    the (small, quantized) activations, so the weights come from memory once in all, and the
- *    threads split the weights between them.
+ *  - Several rows, with a batched kernel for the type (ggmlx_qgemm, src/cpu/quant/qgemm.h): each
+ *    thread takes whole blocks of weight rows (multiples of its 16-row panels) against all the
+ *    activation rows (up to MQ_GEMM_M) in one call; the kernel unpacks one 16-row panel at a time
+ *    and meets every activation row with it, so each weight row is unpacked once per call.
+ *  - Several rows, vec_dot only: dst is cut into tiles of MQ_NB weight rows x MQ_MB activation
+ *    rows; a weight row is dotted with the tile's MQ_MB converted rows while it sits in L1 (the
+ *    block of b rows stays in L2), so each weight row is read once per block of activation rows.
+ *    A thread's tiles run along m first: its block of weight rows stays in L2 while it meets every
+ *    block of the (small, quantized) activations, so the weights come from memory once in all,
+ *    and the threads split the weights between them.
  */
 #include "cpu-ops.h"
 #include "ggml-cpu.h"
@@ -25,6 +28,8 @@
 #define MQ_ALIGN 64
 #define MQ_MB    64 /* activation rows per tile: 64 converted rows of 4096 Q8_0 values are 272 KiB (L2) */
 #define MQ_NB    64 /* weight rows per tile (fewer when the threads need more tiles) */
+#define MQ_GEMM_M  2048 /* activation rows per call of the batched kernel */
+#define MQ_GEMM_NR 16   /* its panel height: weight row blocks are multiples of it */
 
 static int64_t mq_min(int64_t x, int64_t y) { return x < y ? x : y; }
 static int64_t mq_ceil_div(int64_t x, int64_t y) { return (x + y - 1) / y; }
@@ -38,6 +43,7 @@ struct mq_plan {
     size_t  conv_bytes; /* all converted rows, aligned */
     size_t  per_thread; /* one gathered F32 row (strided activations), aligned */
     int64_t n_chunk, m_chunk, n_chunks, m_chunks, units;
+    bool    gemm; /* the batched kernel takes this type (asked with an empty product, which touches nothing) */
 };
 
 /*
@@ -94,9 +100,15 @@ static void mq_make_plan(const struct ggml_tensor * dst, int nth, struct mq_plan
     const int64_t batches = p->B2 * p->B3;
     /* one contiguous share per thread when the batches divide evenly, else finer to even out */
     const int64_t want = nth <= 1 ? 1 : batches % nth == 0 ? nth : 4 * (int64_t) nth;
+    p->gemm = p->M > 1 && p->K > 0 && ggmlx_qgemm(a->type, p->K, NULL, 0, 0, NULL, 0, 0, NULL, 0);
     if (p->M == 1) {
         p->m_chunk = 1;
         p->n_chunk = batches >= want ? p->N : mq_ceil_div(p->N, mq_ceil_div(want, batches > 0 ? batches : 1));
+    } else if (p->gemm) {
+        p->m_chunk = mq_min(p->M, MQ_GEMM_M);
+        const int64_t per_batch = mq_ceil_div(p->M, p->m_chunk);
+        const int64_t split_n   = batches * per_batch >= want ? 1 : mq_ceil_div(want, batches * per_batch);
+        p->n_chunk = mq_ceil_div(mq_ceil_div(p->N, split_n), MQ_GEMM_NR) * MQ_GEMM_NR;
     } else {
         p->m_chunk = mq_min(p->M, MQ_MB);
         p->n_chunk = mq_min(p->N, MQ_NB);
@@ -182,7 +194,7 @@ static void mq_tile(const struct mq_ctx * c, int64_t i12, int64_t i13, int64_t n
         }
         return;
     }
-    if (m1 - m0 > 1 && d->nb[1] % sizeof(float) == 0 &&
+    if (p->gemm && d->nb[1] % sizeof(float) == 0 &&
         ggmlx_qgemm(a->type, p->K, arow, a->nb[1], n1 - n0, brow, p->row_q, m1 - m0, out, ldc)) {
         return;
     }
