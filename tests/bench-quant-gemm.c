@@ -1,7 +1,7 @@
 /*
  * bench-quant-gemm.c -- GFLOP/s of ggmlx_qgemm (the quantized batched GEMM of mul_mat):
  * 4096 x 4096 weights times 512 activation rows (a prompt batch), per weight type, kernel path
- * (GGMLX_MATMUL_KERNEL) and thread count (1 or 2, the weights' rows split between pthreads as
+ * (GGMLX_MATMUL_KERNEL: amx where usable, avx512, portable) and thread count (1 or 2, the weights' rows split between pthreads as
  * mul_mat splits them). The data are random blocks with sane scales: speed does not depend on
  * the values. The portable path runs on 1/8 of the rows (it is ~50x slower); GFLOP/s counts
  * what it ran. --quick: 1024 weight rows and one timed run; --type NAME: that type only. The
@@ -10,6 +10,7 @@
  */
 #include "bench-util.h"
 #include "ggml-math.h"
+#include "quant/qgemm-impl.h"
 #include "quant/qgemm.h"
 #include "quant/quant-blocks.h"
 
@@ -102,7 +103,15 @@ int main(int argc, char ** argv) {
         GGML_TYPE_Q4_0, GGML_TYPE_Q8_0, GGML_TYPE_Q4_K, GGML_TYPE_Q6_K, GGML_TYPE_Q4_1, GGML_TYPE_Q5_0,
         GGML_TYPE_Q5_1, GGML_TYPE_Q5_K, GGML_TYPE_Q2_K, GGML_TYPE_Q3_K, GGML_TYPE_IQ4_NL, GGML_TYPE_IQ4_XS,
     };
-    static const char * paths[] = { "avx512", "portable" };
+    static const char * paths[] = { "amx", "avx512", "portable" };
+#if defined(__x86_64__) && defined(__GNUC__) && defined(__linux__)
+    const bool amx = ggmlx_qgemm_amx_available();
+#else
+    const bool amx = false;
+#endif
+    if (!amx && !json) {
+        printf("(amx: not usable on this machine, not timed)\n");
+    }
     float * c = malloc(sizeof(float) * (size_t) (N * M));
     if (c == NULL) {
         return 1;
@@ -129,6 +138,9 @@ int main(int argc, char ** argv) {
         fill(b, ldb * (size_t) M);
         fix_scales(bt, b, ldb * (size_t) M / ggml_type_size(bt), ggml_type_size(bt));
         for (size_t ip = 0; ip < sizeof paths / sizeof paths[0]; ip++) {
+            if (strcmp(paths[ip], "amx") == 0 && !amx) {
+                continue;
+            }
             setenv("GGMLX_MATMUL_KERNEL", paths[ip], 1);
             const int64_t n = strcmp(paths[ip], "portable") == 0 ? N / 8 : N;
             for (int nth = 1; nth <= 2; nth++) {

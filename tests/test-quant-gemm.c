@@ -8,6 +8,7 @@
  * quantizer would produce.
  */
 #include "ggml-math.h"
+#include "quant/qgemm-impl.h"
 #include "quant/qgemm.h"
 #include "quant/quant-blocks.h"
 #include "quant/quant-tables.h"
@@ -266,7 +267,9 @@ static void rand_act_block(enum ggml_type bt, void * blk) {
  * of c must stay untouched. The tolerance is relative to sum |a_e * b_e| per output (a kernel
  * bug is of the order of that sum; float rounding is far below 1e-4 of it).
  */
-static void check_product(enum ggml_type t, int64_t n, int64_t m, int64_t k) {
+typedef void (*act_hook)(void * blk, enum ggml_type bt);
+
+static void check_product_hooked(enum ggml_type t, int64_t n, int64_t m, int64_t k, act_hook hook) {
     const struct fmt * f = fmt_of(t);
     cr_assert_not_null(f);
     const size_t arow = (size_t) (k / f->qk) * f->bsize, brow = (size_t) (k / act_qk(f->bt)) * act_block_size(f->bt);
@@ -292,6 +295,9 @@ static void check_product(enum ggml_type t, int64_t n, int64_t m, int64_t k) {
         for (int64_t blk = 0; blk < k / bqk; blk++) {
             void * x = b + (size_t) j * ldb + (size_t) blk * act_block_size(f->bt);
             rand_act_block(f->bt, x);
+            if (hook != NULL && blk == 0) {
+                hook(x, f->bt);
+            }
             for (int e = 0; e < bqk; e++) {
                 bd[j * k + blk * bqk + e] = deq(f->bt, x, e);
             }
@@ -325,6 +331,8 @@ static void check_product(enum ggml_type t, int64_t n, int64_t m, int64_t k) {
     free(bd);
 }
 
+static void check_product(enum ggml_type t, int64_t n, int64_t m, int64_t k) { check_product_hooked(t, n, m, k, NULL); }
+
 static void check_type(enum ggml_type t) {
     rng_seed();
     static const int64_t sizes[] = { 1, 3, 17, 33 };
@@ -346,9 +354,8 @@ static void check_type(enum ggml_type t) {
 
 static bool cpu_has_vnni(void) {
 #if defined(__x86_64__) && defined(__GNUC__)
-    __builtin_cpu_init();
     return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni");
+           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("f16c");
 #else
     return false;
 #endif
@@ -363,6 +370,18 @@ static void use_avx512(void) {
     setenv("GGMLX_MATMUL_KERNEL", "avx512", 1);
 }
 
+/* the AMX kernel where the CPU and OS allow it (checked as the library checks: CPUID, permission, probe) */
+static void use_amx(void) {
+#if defined(__x86_64__) && defined(__GNUC__) && defined(__linux__)
+    if (!cpu_has_vnni() || !ggmlx_qgemm_amx_available()) {
+        cr_skip_test("no usable AMX-INT8 here (CPUID, the OS's permission or the probe said no): the amx path is not tested");
+    }
+    setenv("GGMLX_MATMUL_KERNEL", "amx", 1);
+#else
+    cr_skip_test("AMX is only used on x86-64 Linux");
+#endif
+}
+
 #define TYPE_TESTS(name, type)                                                                                       \
     Test(quant_gemm, name##_portable_matches_reference) {                                                            \
         use_portable();                                                                                               \
@@ -370,6 +389,10 @@ static void use_avx512(void) {
     }                                                                                                                 \
     Test(quant_gemm, name##_avx512_matches_reference) {                                                              \
         use_avx512();                                                                                                 \
+        check_type(type);                                                                                             \
+    }                                                                                                                 \
+    Test(quant_gemm, name##_amx_matches_reference) {                                                                 \
+        use_amx();                                                                                                    \
         check_type(type);                                                                                             \
     }
 
@@ -491,6 +514,11 @@ Test(quant_gemm, threads_on_disjoint_rows_agree_avx512) {
     threads_agree_with_one_call();
 }
 
+Test(quant_gemm, threads_on_disjoint_rows_agree_amx) {
+    use_amx();
+    threads_agree_with_one_call();
+}
+
 /* ---- kernel names ------------------------------------------------------------------------------- */
 
 Test(quant_gemm, avx2_request_is_left_to_vec_dot) {
@@ -502,8 +530,8 @@ Test(quant_gemm, avx2_request_is_left_to_vec_dot) {
 #endif
 }
 
-/* no AMX kernel exists: the request gets the best kernel the CPU has, and right products */
-Test(quant_gemm, amx_request_falls_back_to_a_working_kernel) {
+/* an amx request gets right products whether or not this machine can run AMX (the VNNI kernel if not) */
+Test(quant_gemm, amx_request_gives_right_products_anywhere) {
     if (!cpu_has_vnni()) {
         cr_skip_test("no AVX-512 VNNI on this CPU: an amx request declines here");
     }
@@ -511,4 +539,92 @@ Test(quant_gemm, amx_request_falls_back_to_a_working_kernel) {
     rng_seed();
     check_product(GGML_TYPE_Q8_0, 17, 9, 512);
     check_product(GGML_TYPE_Q6_K, 17, 9, 512);
+}
+
+/* ---- activation blocks a quantizer left all zero ------------------------------------------------ */
+
+/* upstream's Q8_K quantizer leaves bsums as they were when a block is all zero: d = 0 must win */
+static void zero_block_stale_sums(void * blk, enum ggml_type bt) {
+    if (bt == GGML_TYPE_Q8_K) {
+        block_q8_K * x = blk;
+        x->d = 0.0f;
+        memset(x->qs, 0, sizeof x->qs);
+        for (int g = 0; g < QK_K / 16; g++) {
+            x->bsums[g] = (int16_t) (12345 - 1000 * g);
+        }
+    } else {
+        block_q8_0 * x = blk;
+        x->d = 0;
+        memset(x->qs, 0, sizeof x->qs);
+    }
+}
+
+static void check_zero_blocks(void) {
+    rng_seed();
+    static const enum ggml_type types[] = { GGML_TYPE_Q4_0, GGML_TYPE_Q8_0, GGML_TYPE_Q2_K, GGML_TYPE_Q4_K,
+                                            GGML_TYPE_Q6_K, GGML_TYPE_IQ4_XS };
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
+        check_product_hooked(types[i], 17, 9, 512, zero_block_stale_sums);
+    }
+}
+
+Test(quant_gemm, zero_activation_blocks_with_stale_sums_add_nothing_portable) {
+    use_portable();
+    check_zero_blocks();
+}
+
+Test(quant_gemm, zero_activation_blocks_with_stale_sums_add_nothing_avx512) {
+    use_avx512();
+    check_zero_blocks();
+}
+
+Test(quant_gemm, zero_activation_blocks_with_stale_sums_add_nothing_amx) {
+    use_amx();
+    check_zero_blocks();
+}
+
+/* the check runs once; asking again, from another thread too, gives the same answer */
+static void * amx_answer(void * out) {
+    *(bool *) out = ggmlx_qgemm_amx_available();
+    return NULL;
+}
+
+Test(quant_gemm, amx_check_is_stable_across_calls_and_threads) {
+#if defined(__x86_64__) && defined(__GNUC__) && defined(__linux__)
+    const bool first = ggmlx_qgemm_amx_available();
+    bool other = !first;
+    pthread_t th;
+    cr_assert_eq(pthread_create(&th, NULL, amx_answer, &other), 0);
+    pthread_join(th, NULL);
+    cr_assert_eq(other, first);
+    cr_assert_eq(ggmlx_qgemm_amx_available(), first);
+    cr_log_info("AMX usable here: %s", first ? "yes" : "no");
+#else
+    cr_skip_test("AMX is only used on x86-64 Linux");
+#endif
+}
+
+/* ---- many activation rows ----------------------------------------------------------------------- */
+
+/* more rows of b than one pass of the driver takes (1024): every pass lands in its rows of c */
+static void check_long_batch(void) {
+    rng_seed();
+    check_product(GGML_TYPE_Q4_0, 17, 1100, 64);
+    check_product(GGML_TYPE_Q4_1, 3, 1031, 32);
+    check_product(GGML_TYPE_Q6_K, 17, 1100, 256);
+}
+
+Test(quant_gemm, more_activation_rows_than_one_pass_portable) {
+    use_portable();
+    check_long_batch();
+}
+
+Test(quant_gemm, more_activation_rows_than_one_pass_avx512) {
+    use_avx512();
+    check_long_batch();
+}
+
+Test(quant_gemm, more_activation_rows_than_one_pass_amx) {
+    use_amx();
+    check_long_batch();
 }

@@ -100,14 +100,22 @@ static const struct ggml_type_traits k_type_traits[GGML_TYPE_COUNT] = {
              .to_float = ggmlx_dequantize_row_tq2_0, .from_float_ref = ggmlx_quantize_row_tq2_0_ref },
 
     /* ---- K-quants and the non-linear 4-bit formats (quant-k.h) ---- */
-    [10] = { .type_name = "q2_K", .blck_size = 256, .type_size = 84, .is_quantized = true },
-    [11] = { .type_name = "q3_K", .blck_size = 256, .type_size = 110, .is_quantized = true },
-    [12] = { .type_name = "q4_K", .blck_size = 256, .type_size = 144, .is_quantized = true },
-    [13] = { .type_name = "q5_K", .blck_size = 256, .type_size = 176, .is_quantized = true },
-    [14] = { .type_name = "q6_K", .blck_size = 256, .type_size = 210, .is_quantized = true },
+    [10] = { .type_name = "q2_K", .blck_size = 256, .type_size = 84, .is_quantized = true,
+             .to_float = ggmlx_dequantize_row_q2_K, .from_float_ref = ggmlx_quantize_row_q2_K_ref },
+    [11] = { .type_name = "q3_K", .blck_size = 256, .type_size = 110, .is_quantized = true,
+             .to_float = ggmlx_dequantize_row_q3_K, .from_float_ref = ggmlx_quantize_row_q3_K_ref },
+    [12] = { .type_name = "q4_K", .blck_size = 256, .type_size = 144, .is_quantized = true,
+             .to_float = ggmlx_dequantize_row_q4_K, .from_float_ref = ggmlx_quantize_row_q4_K_ref },
+    [13] = { .type_name = "q5_K", .blck_size = 256, .type_size = 176, .is_quantized = true,
+             .to_float = ggmlx_dequantize_row_q5_K, .from_float_ref = ggmlx_quantize_row_q5_K_ref },
+    [14] = { .type_name = "q6_K", .blck_size = 256, .type_size = 210, .is_quantized = true,
+             .to_float = ggmlx_dequantize_row_q6_K, .from_float_ref = ggmlx_quantize_row_q6_K_ref },
+    /* as upstream: no conversions, Q8_K is made only by the CPU backend (ggmlx_quantize_row_q8_K_ref) */
     [15] = { .type_name = "q8_K", .blck_size = 256, .type_size = 292, .is_quantized = true },
-    [20] = { .type_name = "iq4_nl", .blck_size = 32, .type_size = 18, .is_quantized = true },
-    [23] = { .type_name = "iq4_xs", .blck_size = 256, .type_size = 136, .is_quantized = true },
+    [20] = { .type_name = "iq4_nl", .blck_size = 32, .type_size = 18, .is_quantized = true,
+             .to_float = ggmlx_dequantize_row_iq4_nl, .from_float_ref = ggmlx_quantize_row_iq4_nl_ref },
+    [23] = { .type_name = "iq4_xs", .blck_size = 256, .type_size = 136, .is_quantized = true,
+             .to_float = ggmlx_dequantize_row_iq4_xs, .from_float_ref = ggmlx_quantize_row_iq4_xs_ref },
 
     /* ---- codebook (IQ) formats (quant-iq.h) ---- */
     [16] = { .type_name = "iq2_xxs", .blck_size = 256, .type_size = 66, .is_quantized = true, .to_float = ggmlx_dequantize_row_iq2_xxs },

@@ -46,4 +46,30 @@ float ggmlx_make_qkx3_quants(int n, int nmax, const float * x, const float * wei
                              float * the_min, uint8_t * Laux, float rmin, float rdelta, int nstep,
                              bool use_mad);
 
+/* ---- K-quant helpers ---- */
+
+/*
+ * Asymmetric levels in [0, nmax] with explicit weights (never NULL): like ggmlx_make_qkx3_quants,
+ * but an all-equal group (max == min after the minimum is clamped to <= 0) is what counts as
+ * empty. The reference K-quantizers (Q2_K, Q4_K, Q5_K) use this one.
+ */
+float ggmlx_make_qkx2_quants(int n, int nmax, const float * x, const float * weights, uint8_t * L,
+                             float * the_min, uint8_t * Laux, float rmin, float rdelta, int nstep,
+                             bool use_mad);
+
+/*
+ * Symmetric levels for Q3_K's reference quantizer, L in [0, 2*nmax): the scale maps the signed
+ * value of largest magnitude to -nmax; with do_rmse the levels are then improved one at a time
+ * (weights x^2, at most 5 passes) while that raises (sum w x l)^2 / sum w l^2, and the
+ * least-squares scale is returned.
+ */
+float ggmlx_make_q3_quants(int n, int nmax, const float * x, int8_t * L, bool do_rmse);
+
+/*
+ * Non-negative x (sub-block scales or minimums) to levels L in [0, nmax] with weights qw: the
+ * scale nmax/max is tried against 8 nearby ones, then single levels are improved as in
+ * ggmlx_make_q3_quants. Returns the least-squares scale (0 for an all-zero group).
+ */
+float ggmlx_make_qp_quants(int n, int nmax, const float * x, uint8_t * L, const float * qw);
+
 #endif

@@ -24,6 +24,14 @@ static const struct ggmlx_quant_fns k_quant_fns[GGML_TYPE_COUNT] = {
     /* Q8_1 stays empty: it is only the other operand of Q4_1/Q5_1 dot products */
 
     /* ---- K-quants and the non-linear 4-bit formats ---- */
+    [GGML_TYPE_Q2_K]   = { .quantize = ggmlx_quantize_q2_K },
+    [GGML_TYPE_Q3_K]   = { .quantize = ggmlx_quantize_q3_K },
+    [GGML_TYPE_Q4_K]   = { .quantize = ggmlx_quantize_q4_K },
+    [GGML_TYPE_Q5_K]   = { .quantize = ggmlx_quantize_q5_K },
+    [GGML_TYPE_Q6_K]   = { .quantize = ggmlx_quantize_q6_K },
+    [GGML_TYPE_IQ4_NL] = { .quantize = ggmlx_quantize_iq4_nl },
+    [GGML_TYPE_IQ4_XS] = { .quantize = ggmlx_quantize_iq4_xs },
+    /* Q8_K stays empty: it is only the activations' side of K-quant and IQ dot products */
 
     /* ---- codebook (IQ) formats ---- */
     [GGML_TYPE_IQ2_XXS] = { ggmlx_quantize_iq2_xxs, true, ggmlx_iq2_xxs_init, ggmlx_iq2_xxs_release },

@@ -25,6 +25,13 @@
 /* rows of a per panel: the 16 float lanes of one AVX-512 register */
 #define QG_NR 16
 
+/* rows of b per group of the per-row scalars: the tallest register tile */
+#define QG_MG 8
+
+static inline size_t qg_at(int64_t j, int64_t x, int64_t n) {
+    return (size_t) (((j / QG_MG) * n + x) * QG_MG + j % QG_MG);
+}
+
 /*
  * QG_NR rows of a over all k: u[(kk / 4) * 64 + r * 4 + kk % 4] is element kk of row r (four
  * consecutive k of the 16 rows fill one 64-byte vector); sa/ca[blk * QG_NR + r] are row r's
@@ -42,9 +49,11 @@ struct qg_panel {
 /*
  * The m rows of b: element kk of row j is the byte at
  *   b + j * ldb + (kk / qk) * bsize + qs_off + kk % qk.
- * Per row j, stored row-fastest so that a tile of consecutive rows reads them side by side:
- * corr[blk * m + j] = -o * sum(q) and dbs[blk * m + j] = db * sum(q) over each bk-block (dbs
- * only for the formats with a minimum), db[bb * m + j] the scale of each block of b.
+ * Per row j, stored by groups of QG_MG rows so that a tile of rows reads them side by side and
+ * one block after the other: with at(j, x, n) = ((j / QG_MG) * n + x) * QG_MG + j % QG_MG,
+ * corr[at(j, blk, nblk)] = -o * sum(q) and dbs[at(j, blk, nblk)] = db * sum(q) over each
+ * bk-block (dbs only for the formats with a minimum), db[at(j, bb, nbb)] the scale of each
+ * block of b.
  */
 struct qg_bview {
     const char *    b;
@@ -52,14 +61,15 @@ struct qg_bview {
     size_t          bsize;
     size_t          qs_off;
     int             qk;
-    int64_t         m;
+    int64_t         nblk;
+    int64_t         nbb;
     const int32_t * corr;
     const float *   dbs;
     const float *   db;
 };
 
 /*
- * c[j * ldc + r] for r < nr, j < m (m <= b->m): the products of the panel with rows [0, m) of
+ * c[j * ldc + r] for r < nr, j < m: the products of the panel with rows [0, m) of
  * b. nr <= QG_NR (the panel's valid rows; only those are written).
  */
 typedef void (*qg_kernel_fn)(const struct qg_panel * p, int nr, const struct qg_bview * b, int64_t m, float * c,
@@ -67,9 +77,20 @@ typedef void (*qg_kernel_fn)(const struct qg_panel * p, int nr, const struct qg_
 
 void ggmlx_qgemm_kernel_portable(const struct qg_panel * p, int nr, const struct qg_bview * b, int64_t m, float * c,
                                  size_t ldc);
+/* d[bb] and the sum of the 32 values of each of the nbb blocks of one Q8_0 / Q8_1 row (scale: a half at offset 0) */
+typedef void (*qg_row_sums32_fn)(const char * row, int64_t nbb, size_t bsize, size_t qs_off, float * d, int32_t * sum);
+
 #if defined(__x86_64__) && defined(__GNUC__)
+void ggmlx_qgemm_row_sums32_avx512(const char * row, int64_t nbb, size_t bsize, size_t qs_off, float * d,
+                                   int32_t * sum);
 void ggmlx_qgemm_kernel_avx512(const struct qg_panel * p, int nr, const struct qg_bview * b, int64_t m, float * c,
                                size_t ldc);
+#    if defined(__linux__)
+/* whether this process may use the AMX kernel (checked once: CPUID, the OS's permission, a probe) */
+bool ggmlx_qgemm_amx_available(void);
+void ggmlx_qgemm_kernel_amx(const struct qg_panel * p, int nr, const struct qg_bview * b, int64_t m, float * c,
+                            size_t ldc);
+#    endif
 /* QG_NR rows of k bytes each (row r at rows + r * k) into the panel layout of u */
 void ggmlx_qgemm_interleave_avx512(const uint8_t * rows, int64_t k, uint8_t * u);
 #endif

@@ -14,7 +14,7 @@
 #    include <immintrin.h>
 #    include <string.h>
 
-#    define QG_MR 8 /* rows of b per register tile */
+#    define QG_MR QG_MG /* rows of b per register tile: one group of the per-row scalars */
 
 #    define QG_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni")))
 
@@ -29,7 +29,7 @@ static inline QG_TARGET __attribute__((always_inline)) void tile(const struct qg
                                                                   const struct qg_bview * b, int64_t j0, const int mr,
                                                                   const int bk, const int per, const bool has_min,
                                                                   float * c, size_t ldc) {
-    const int64_t nbb = p->k / b->qk, m = b->m;
+    const int64_t nbb = p->k / b->qk;
     const char * rows[QG_MR];
     __m512 acc[QG_MR];
     for (int jj = 0; jj < mr; jj++) {
@@ -39,9 +39,10 @@ static inline QG_TARGET __attribute__((always_inline)) void tile(const struct qg
     const uint8_t * u = p->u;
     const float * sa = p->sa;
     const float * ca = p->ca;
-    const int32_t * corr = b->corr + j0;
-    const float * dbs = has_min ? b->dbs + j0 : NULL;
-    const float * db = b->db + j0;
+    /* the tile's rows lie in one group: each block's scalars for them are side by side */
+    const int32_t * corr = b->corr + qg_at(j0, 0, b->nblk);
+    const float * dbs = has_min ? b->dbs + qg_at(j0, 0, b->nblk) : NULL;
+    const float * db = b->db + qg_at(j0, 0, b->nbb);
     for (int64_t bb = 0; bb < nbb; bb++) {
         const size_t boff = (size_t) bb * b->bsize;
         __m512 sum[QG_MR];
@@ -58,7 +59,7 @@ static inline QG_TARGET __attribute__((always_inline)) void tile(const struct qg
                 }
             }
             u += (size_t) bk * QG_NR;
-            corr += m;
+            corr += QG_MG;
             const __m512 s = _mm512_loadu_ps(sa);
             sa += QG_NR;
             for (int jj = 0; jj < mr; jj++) {
@@ -71,13 +72,13 @@ static inline QG_TARGET __attribute__((always_inline)) void tile(const struct qg
                 for (int jj = 0; jj < mr; jj++) {
                     acc[jj] = _mm512_fmadd_ps(cv, _mm512_set1_ps(dbs[jj]), acc[jj]);
                 }
-                dbs += m;
+                dbs += QG_MG;
             }
         }
         for (int jj = 0; jj < mr; jj++) {
             acc[jj] = _mm512_fmadd_ps(sum[jj], _mm512_set1_ps(db[jj]), acc[jj]);
         }
-        db += m;
+        db += QG_MG;
     }
     for (int jj = 0; jj < mr; jj++) {
         _mm512_mask_storeu_ps(c + (size_t) (j0 + jj) * ldc, mask, acc[jj]);
@@ -111,6 +112,23 @@ QG_VARIANT(run_32_8, 32, 8, false)     /* IQ4_XS */
 QG_VARIANT(run_32_8_min, 32, 8, true)  /* Q4_K, Q5_K */
 QG_VARIANT(run_16_16, 16, 16, false)   /* Q3_K, Q6_K */
 QG_VARIANT(run_16_16_min, 16, 16, true) /* Q2_K */
+
+/* the byte sums by vpsadbw on the values made unsigned (+128 each), the halves by F16C */
+__attribute__((target("avx2,f16c"))) void ggmlx_qgemm_row_sums32_avx512(const char * row, int64_t nbb, size_t bsize,
+                                                                         size_t qs_off, float * d, int32_t * sum) {
+    const __m256i flip = _mm256_set1_epi8((char) 0x80);
+    for (int64_t bb = 0; bb < nbb; bb++) {
+        const char * blk = row + (size_t) bb * bsize;
+        const __m256i q = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *) (blk + qs_off)), flip);
+        const __m256i s4 = _mm256_sad_epu8(q, _mm256_setzero_si256());
+        const __m128i s2 = _mm_add_epi64(_mm256_castsi256_si128(s4), _mm256_extracti128_si256(s4, 1));
+        const __m128i s1 = _mm_add_epi64(s2, _mm_unpackhi_epi64(s2, s2));
+        sum[bb] = _mm_cvtsi128_si32(s1) - 128 * 32;
+        uint16_t h;
+        memcpy(&h, blk, sizeof h);
+        d[bb] = _cvtsh_ss(h);
+    }
+}
 
 /*
  * The panel layout is a transpose of 4-byte words: 16 rows of 16 words (64 bytes of k each)

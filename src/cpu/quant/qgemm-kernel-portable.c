@@ -21,7 +21,7 @@ void ggmlx_qgemm_kernel_portable(const struct qg_panel * p, int nr, const struct
                 const uint8_t * u = p->u + (size_t) blk * (size_t) bk * QG_NR;
                 int32_t dot[QG_NR];
                 for (int r = 0; r < QG_NR; r++) {
-                    dot[r] = b->corr[blk * b->m + j];
+                    dot[r] = b->corr[qg_at(j, blk, b->nblk)];
                 }
                 for (int t = 0; t < bk / 4; t++) {
                     for (int r = 0; r < QG_NR; r++) {
@@ -35,12 +35,12 @@ void ggmlx_qgemm_kernel_portable(const struct qg_panel * p, int nr, const struct
                 }
                 if (p->has_min) {
                     for (int r = 0; r < QG_NR; r++) {
-                        acc[r] += p->ca[blk * QG_NR + r] * b->dbs[blk * b->m + j];
+                        acc[r] += p->ca[blk * QG_NR + r] * b->dbs[qg_at(j, blk, b->nblk)];
                     }
                 }
             }
             for (int r = 0; r < QG_NR; r++) {
-                acc[r] += sum[r] * b->db[bb * b->m + j];
+                acc[r] += sum[r] * b->db[qg_at(j, bb, b->nbb)];
             }
         }
         for (int r = 0; r < nr; r++) {

@@ -12,6 +12,15 @@
 
 #include <string.h>
 
+/*
+ * The IQ4 codebook is defined in libggml-base. A weak reference keeps libggml-cpu linkable
+ * against a base library that does not export it: IQ4_NL and IQ4_XS weights are then declined
+ * (left to vec_dot) instead of failing the link.
+ */
+#pragma weak ggmlx_kvalues_iq4nl
+
+static bool qg_have_iq4_codebook(void) { return ggmlx_kvalues_iq4nl != NULL; }
+
 static float h2f(ggmlx_half h) { return ggmlx_fp16_to_fp32(h); }
 
 /* the 32 nibbles of a 16-byte group: element j low, element j + 16 high */
@@ -101,11 +110,14 @@ int ggmlx_qgemm_unpack_bk(enum ggml_type t) {
         case GGML_TYPE_Q5_0:
         case GGML_TYPE_Q5_1:
         case GGML_TYPE_Q8_0:
+            return 32;
         case GGML_TYPE_IQ4_NL:
+            return qg_have_iq4_codebook() ? 32 : 0;
         case GGML_TYPE_Q4_K:
         case GGML_TYPE_Q5_K:
-        case GGML_TYPE_IQ4_XS:
             return 32;
+        case GGML_TYPE_IQ4_XS:
+            return qg_have_iq4_codebook() ? 32 : 0;
         case GGML_TYPE_Q2_K:
         case GGML_TYPE_Q3_K:
         case GGML_TYPE_Q6_K:
