@@ -23,6 +23,14 @@ static inline int q8k_nearest_int(float v) {
     return (int)(bits & 0x007fffffu) - 0x00400000;
 }
 
+/*
+ * A rounded value (in [-127, 127] for finite input) as a quant. NaN, which only non-finite input
+ * makes (inf * 0, or a NaN element), becomes -128: what the SIMD conversions give (their integer
+ * "indefinite" value saturated to a byte), so that every variant writes the same bytes, where a
+ * plain C cast would be undefined.
+ */
+static inline int8_t q8_of(float r) { return r != r ? (int8_t)-128 : (int8_t)r; }
+
 void ggmlx_quantize_row_q8_0_cpu(const float * restrict x, void * restrict vy, int64_t k) {
     block_q8_0 * restrict y  = vy;
     const int64_t         nb = k / QK8_0;
@@ -38,7 +46,7 @@ void ggmlx_quantize_row_q8_0_cpu(const float * restrict x, void * restrict vy, i
         const float id = d != 0.0f ? 1.0f / d : 0.0f;
         y[i].d         = ggmlx_fp32_to_fp16(d);
         for (int j = 0; j < QK8_0; j++) {
-            y[i].qs[j] = (int8_t)roundf(xb[j] * id);
+            y[i].qs[j] = q8_of(roundf(xb[j] * id));
         }
     }
 }
@@ -58,7 +66,7 @@ void ggmlx_quantize_row_q8_1_cpu(const float * restrict x, void * restrict vy, i
         const float id  = d != 0.0f ? 1.0f / d : 0.0f;
         int         sum = 0;
         for (int j = 0; j < QK8_1; j++) {
-            y[i].qs[j] = (int8_t)roundf(xb[j] * id);
+            y[i].qs[j] = q8_of(roundf(xb[j] * id));
             sum += y[i].qs[j];
         }
         y[i].d = ggmlx_fp32_to_fp16(d);
@@ -88,8 +96,9 @@ void ggmlx_quantize_row_q8_K_cpu(const float * restrict x, void * restrict vy, i
         }
         const float iscale = -127.0f / max;
         for (int j = 0; j < QK_K; j++) {
-            const int v = q8k_nearest_int(iscale * xb[j]);
-            y[i].qs[j]  = (int8_t)(v < 127 ? v : 127);
+            const float p = iscale * xb[j];
+            const int   v = q8k_nearest_int(p);
+            y[i].qs[j]    = p != p ? (int8_t)-128 : (int8_t)(v < 127 ? v : 127); /* NaN: as q8_of */
         }
         for (int g = 0; g < QK_K / 16; g++) {
             int sum = 0;
@@ -108,14 +117,4 @@ float ggmlx_e8m0_half_to_fp32(uint8_t e) {
     float          f;
     memcpy(&f, &bits, sizeof(f));
     return f;
-}
-
-float ggmlx_ue4m3_half_to_fp32(uint8_t x) {
-    if (x == 0x00 || x == 0x7f) { /* 0x7f is the NaN code, read as zero */
-        return 0.0f;
-    }
-    const int exp = (x >> 3) & 15;
-    const int man = x & 7;
-    /* half of man * 2^-9 (subnormal) or (8 + man) * 2^(exp - 10) (normal) */
-    return exp == 0 ? ldexpf((float)man, -10) : ldexpf((float)(8 + man), exp - 11);
 }

@@ -175,7 +175,7 @@ static void vec_dot_q1_0_q8_0(GGMLX_VEC_DOT_ARGS) {
             int                sumi = 0;
             for (int j = 0; j < QK8_0; j++) {
                 const int e = 32 * b + j;
-                sumi += ((x[i].qs[e / 8] >> (e % 8)) & 1) ? yb->qs[j] : -yb->qs[j];
+                sumi += (2 * ((x[i].qs[e / 8] >> (e % 8)) & 1) - 1) * yb->qs[j]; /* +-1 without a branch */
             }
             acc += (float)sumi * (dx * h2f(yb->d));
         }

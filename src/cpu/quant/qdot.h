@@ -16,6 +16,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 enum ggmlx_qdot_isa {
     GGMLX_QDOT_PORTABLE = 0,
@@ -46,6 +47,19 @@ void ggmlx_qdot_fill_iq(ggmlx_qdot_table t);
 void ggmlx_qdot_fill_avx2(ggmlx_qdot_table t);   /* no-op where the compiler cannot target x86 */
 void ggmlx_qdot_fill_avx512(ggmlx_qdot_table t);
 
+/*
+ * What an instruction-set file provides: entries (a NULL member leaves the table's one), applied
+ * by ggmlx_qdot_apply. The lists are data, so the code that applies them is compiled for the
+ * baseline CPU and never for the instruction set it installs.
+ */
+struct ggmlx_qdot_entry {
+    enum ggml_type    type;
+    ggml_from_float_t from_float;
+    ggml_vec_dot_t    vec_dot;
+};
+
+void ggmlx_qdot_apply(ggmlx_qdot_table t, const struct ggmlx_qdot_entry * e, size_t n);
+
 /* ---- portable kernels the SIMD files fall back to or compare with -------------------------- */
 
 void ggmlx_quantize_row_q8_0_cpu(const float * restrict x, void * restrict y, int64_t k);
@@ -54,7 +68,22 @@ void ggmlx_quantize_row_q8_K_cpu(const float * restrict x, void * restrict y, in
 
 /* scale helpers shared by the kernels */
 float ggmlx_e8m0_half_to_fp32(uint8_t e); /* 2^(e - 128): MXFP4's scale against its doubled table */
-float ggmlx_ue4m3_half_to_fp32(uint8_t x); /* half the UE4M3 value (NVFP4), 0 for 0x00 and 0x7F */
+
+/*
+ * Half the UE4M3 value of x (NVFP4's scale against its doubled table), 0 for 0x00 and 0x7F (the
+ * NaN code); bit 7 is not part of the value. Built from bits: inline, as kernels call it often.
+ */
+static inline float ggmlx_ue4m3_half_to_fp32(uint8_t x) {
+    const uint32_t ex = (x >> 3) & 15u, man = x & 7u;
+    if (x == 0x7f || ex == 0) {
+        return x == 0x7f ? 0.0f : (float)man * 0.0009765625f; /* man * 2^-9, halved */
+    }
+    /* (1 + man / 8) * 2^(ex - 7), halved: exponent field ex - 8 + 127, mantissa man in the top 3 bits */
+    const uint32_t bits = ((ex + 119u) << 23) | (man << 20);
+    float          f;
+    memcpy(&f, &bits, sizeof(f));
+    return f;
+}
 
 #define GGMLX_VEC_DOT_ARGS                                                                                     \
     int n, float * restrict s, size_t bs, const void * restrict vx, size_t bx, const void * restrict vy,      \

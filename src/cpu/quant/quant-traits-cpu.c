@@ -94,6 +94,17 @@ void ggmlx_qdot_fill_portable(ggmlx_qdot_table t) {
     ggmlx_qdot_fill_iq(t);
 }
 
+void ggmlx_qdot_apply(ggmlx_qdot_table t, const struct ggmlx_qdot_entry * e, size_t n) {
+    for (size_t k = 0; k < n; k++) {
+        if (e[k].from_float != NULL) {
+            t[e[k].type].from_float = e[k].from_float;
+        }
+        if (e[k].vec_dot != NULL) {
+            t[e[k].type].vec_dot = e[k].vec_dot;
+        }
+    }
+}
+
 static void qdot_build(void) {
     ggmlx_qdot_fill_portable(qdot_tables[GGMLX_QDOT_PORTABLE]);
     memcpy(qdot_tables[GGMLX_QDOT_AVX2], qdot_tables[GGMLX_QDOT_PORTABLE], sizeof(ggmlx_qdot_table));
