@@ -29,7 +29,64 @@ static bool has_cpu_from_float(enum ggml_type t) {
 }
 
 /* the codebook formats are searched for whole rows at a time, often with an importance matrix */
-#define NO_QUANTIZER "has no CPU quantizer from F32 (the IQ1, IQ2 and IQ3 formats are made only by ggml_quantize_chunk)"
+#define NO_QUANTIZER \
+    "the destination type has no CPU quantizer from F32 (the IQ1, IQ2 and IQ3 formats are made only by " \
+    "ggml_quantize_chunk)"
+
+static bool blocks_contiguous(const struct ggml_tensor * t) {
+    return t->nb[0] == ggml_type_size(t->type);
+}
+
+/* the rule a GET_ROWS from a quantized type breaks, NULL for none */
+static const char * get_rows_quant_refusal(const struct ggml_tensor * node) {
+    const struct ggml_tensor * s0 = node->src[0];
+    if (!has_to_float(s0->type)) {
+        return "the source type has no dequantizer";
+    }
+    if (node->src[1]->type != GGML_TYPE_I32) {
+        return "row indices must be I32";
+    }
+    if (node->type != GGML_TYPE_F32 || node->nb[0] != sizeof(float)) {
+        return "quantized rows are read into F32 rows with contiguous elements only";
+    }
+    return blocks_contiguous(s0) ? NULL : "the source's blocks must be contiguous within a row";
+}
+
+/* the rule a SET_ROWS into a quantized type breaks, NULL for none */
+static const char * set_rows_quant_refusal(const struct ggml_tensor * node) {
+    const enum ggml_type ts = node->src[0]->type, ti = node->src[1]->type;
+    if (!has_cpu_from_float(node->type)) {
+        return NO_QUANTIZER;
+    }
+    if (ts != GGML_TYPE_F32 && ts != GGML_TYPE_F16) {
+        return "rows written into a quantized tensor must be F32 or F16";
+    }
+    if (ti != GGML_TYPE_I64 && ti != GGML_TYPE_I32) {
+        return "row indices must be I64 or I32";
+    }
+    return blocks_contiguous(node) ? NULL : "the destination's blocks must be contiguous within a row";
+}
+
+/* the rule a copy into or out of a quantized type (the types differ) breaks, NULL for none */
+static const char * dup_quant_refusal(const struct ggml_tensor * node) {
+    const struct ggml_tensor * s0 = node->src[0];
+    if (ggml_is_quantized(node->type)) {
+        if (!is_float_type(s0->type)) {
+            return "only F32, F16 and BF16 are copied into a quantized type";
+        }
+        if (!has_cpu_from_float(node->type)) {
+            return NO_QUANTIZER;
+        }
+        return ggml_is_contiguous(node) ? NULL : "a quantized destination must be contiguous";
+    }
+    if (node->type != GGML_TYPE_F32) {
+        return "a quantized source is copied into F32 or its own type only";
+    }
+    if (!has_to_float(s0->type)) {
+        return "the source type has no dequantizer";
+    }
+    return blocks_contiguous(s0) ? NULL : "the source's blocks must be contiguous within a row";
+}
 
 /*
  * The ops with a quantized operand: the kernel, or NULL with *why saying what rule the node breaks
@@ -37,7 +94,6 @@ static bool has_cpu_from_float(enum ggml_type t) {
  */
 static ggmlx_cpu_kernel_t quant_kernel(const struct ggml_tensor * node, const char ** why) {
     const struct ggml_tensor * s0 = node->src[0];
-    const struct ggml_tensor * s1 = node->src[1];
     *why = NULL;
     switch (node->op) {
     case GGML_OP_MUL_MAT:
@@ -50,40 +106,21 @@ static ggmlx_cpu_kernel_t quant_kernel(const struct ggml_tensor * node, const ch
         if (!ggml_is_quantized(s0->type)) {
             return NULL;
         }
-        *why = !has_to_float(s0->type)                      ? "the source type has no dequantizer"
-             : s1->type != GGML_TYPE_I32                    ? "row indices must be I32"
-             : node->type != GGML_TYPE_F32                  ? "quantized rows are read into F32 only"
-             : node->nb[0] != sizeof(float)                 ? "the result's rows must be contiguous"
-             : s0->nb[0] != ggml_type_size(s0->type)        ? "the source's blocks must be contiguous within a row"
-             : NULL;
+        *why = get_rows_quant_refusal(node);
         return *why == NULL ? ggmlx_cpu_get_rows : NULL;
     case GGML_OP_SET_ROWS:
         if (!ggml_is_quantized(node->type)) {
             return NULL;
         }
-        *why = !has_cpu_from_float(node->type)                          ? "the destination type " NO_QUANTIZER
-             : s0->type != GGML_TYPE_F32 && s0->type != GGML_TYPE_F16   ? "rows written into a quantized tensor must be F32 or F16"
-             : s1->type != GGML_TYPE_I64 && s1->type != GGML_TYPE_I32   ? "row indices must be I64 or I32"
-             : node->nb[0] != ggml_type_size(node->type)                ? "the destination's blocks must be contiguous within a row"
-             : NULL;
+        *why = set_rows_quant_refusal(node);
         return *why == NULL ? ggmlx_cpu_set_rows : NULL;
     case GGML_OP_DUP:
     case GGML_OP_CPY:
     case GGML_OP_CONT:
         if (s0->type == node->type || (!ggml_is_quantized(s0->type) && !ggml_is_quantized(node->type))) {
-            return NULL;
+            return NULL; /* same-type and float copies: ggmlx_cpu_dup */
         }
-        if (ggml_is_quantized(node->type)) {
-            *why = !is_float_type(s0->type)          ? "only F32, F16 and BF16 are copied into a quantized type"
-                 : !has_cpu_from_float(node->type)   ? "the destination type " NO_QUANTIZER
-                 : !ggml_is_contiguous(node)         ? "a quantized destination must be contiguous"
-                 : NULL;
-        } else {
-            *why = node->type != GGML_TYPE_F32               ? "a quantized source is copied into F32 or its own type only"
-                 : !has_to_float(s0->type)                   ? "the source type has no dequantizer"
-                 : s0->nb[0] != ggml_type_size(s0->type)     ? "the source's blocks must be contiguous within a row"
-                 : NULL;
-        }
+        *why = dup_quant_refusal(node);
         return *why == NULL ? ggmlx_cpu_dup_quant : NULL;
     default:
         return NULL;
@@ -92,10 +129,8 @@ static ggmlx_cpu_kernel_t quant_kernel(const struct ggml_tensor * node, const ch
 
 const char * ggmlx_cpu_refusal(const struct ggml_tensor * node) {
     const char * why;
-    if (quant_kernel(node, &why) != NULL || why != NULL) {
-        return why;
-    }
-    return NULL;
+    quant_kernel(node, &why);
+    return why;
 }
 
 ggmlx_cpu_kernel_t ggmlx_cpu_kernel_for(const struct ggml_tensor * node) {
