@@ -816,7 +816,7 @@ Test(async, rule8_errors_found_at_enqueue_time_are_returned_not_queued) {
     struct ggml_context * c2 = new_ctx();
     struct ggml_tensor * lonely = vec(c2, "lonely"); /* never allocated */
     struct ggml_cgraph * g_unalloc = graph_of(c2, ggml_scale(c2, lonely, 2.0f));
-    struct ggml_cgraph * g_unsupported = graph_of(t.ctx, ggml_cast(t.ctx, t.y, GGML_TYPE_Q8_0));
+    struct ggml_cgraph * g_unsupported = graph_of(t.ctx, ggml_cast(t.ctx, t.y, GGML_TYPE_IQ2_XXS)); /* no quantizer */
 
     ggmlx_backend_queue_hold(t.a);
     cr_assert_eq(ggml_backend_graph_compute_async(t.a, g_unalloc), GGML_STATUS_FAILED);

@@ -160,10 +160,10 @@ Test(errors, context_out_of_memory_keeps_earlier_tensors_intact) {
 }
 
 Test(errors, unsupported_op_fails_compute_without_writing) {
-    /* a DUP into a quantized type is a valid graph the CPU kernels do not compute */
-    struct ggml_tensor * x = ggml_new_tensor_1d(ctx, GGML_TYPE_F32, 64);
+    /* a copy into a codebook type is a valid graph the CPU kernels do not compute (no quantizer from F32) */
+    struct ggml_tensor * x = ggml_new_tensor_1d(ctx, GGML_TYPE_F32, 256);
     struct ggml_tensor * first = ggml_scale(ctx, x, 2.0f);
-    struct ggml_tensor * q = ggml_cast(ctx, first, GGML_TYPE_Q8_0);
+    struct ggml_tensor * q = ggml_cast(ctx, first, GGML_TYPE_IQ2_XXS);
     cr_assert_not_null(q);
     ggml_set_f32(x, 1.0f);
     ggml_set_f32(first, 7.0f);

@@ -354,7 +354,7 @@ Test(get_rows, rejects_bad_arguments) {
     ggml_free(ctx);
 
     ctx = to_small_ctx();
-    a = ggml_new_tensor_2d(ctx, GGML_TYPE_Q8_0, 32, 3);
+    a = ggml_new_tensor_2d(ctx, GGML_TYPE_I64, 32, 3);
     b = ggml_new_tensor_1d(ctx, GGML_TYPE_I32, 2);
     to_expect_rejected(ctx, ggml_get_rows(ctx, a, b), "ggml_get_rows");
     ggml_free(ctx);
@@ -474,7 +474,7 @@ Test(set_rows, rejects_bad_arguments) {
         int64_t a[4], b[4], c[4];
     } cases[] = {
         { GGML_TYPE_F32, GGML_TYPE_F32, GGML_TYPE_F32, { 4, 5, 1, 1 }, { 4, 2, 1, 1 }, { 2, 1, 1, 1 } },  /* F32 idx */
-        { GGML_TYPE_F32, GGML_TYPE_F16, GGML_TYPE_I64, { 4, 5, 1, 1 }, { 4, 2, 1, 1 }, { 2, 1, 1, 1 } },  /* F16 src */
+        { GGML_TYPE_F32, GGML_TYPE_BF16, GGML_TYPE_I64, { 4, 5, 1, 1 }, { 4, 2, 1, 1 }, { 2, 1, 1, 1 } }, /* BF16 src */
         { GGML_TYPE_I32, GGML_TYPE_F32, GGML_TYPE_I64, { 4, 5, 1, 1 }, { 4, 2, 1, 1 }, { 2, 1, 1, 1 } },  /* I32 dst */
         { GGML_TYPE_F32, GGML_TYPE_F32, GGML_TYPE_I64, { 4, 5, 1, 1 }, { 3, 2, 1, 1 }, { 2, 1, 1, 1 } },  /* ne0 */
         { GGML_TYPE_F32, GGML_TYPE_F32, GGML_TYPE_I64, { 4, 5, 2, 1 }, { 4, 2, 1, 1 }, { 2, 1, 1, 1 } },  /* ne2 */

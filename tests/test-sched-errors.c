@@ -46,15 +46,15 @@ struct tiny {
     struct ggml_tensor  * x, * y;
 };
 
-/* y = 2 x over n values, or (to_q8) x copied into Q8_0, which no backend of (SIM0, CPU) runs */
-static struct tiny tiny_with(int64_t n, bool to_q8) {
+/* y = 2 x over n values, or (to_iq2) x copied into IQ2_XXS, which no backend of (SIM0, CPU) runs */
+static struct tiny tiny_with(int64_t n, bool to_iq2) {
     struct ggml_init_params p = { 8 * ggml_tensor_overhead() + ggml_graph_overhead(), NULL, true };
     struct tiny t;
     t.ctx = ggml_init(p);
     cr_assert_not_null(t.ctx);
     t.x = ggml_new_tensor_1d(t.ctx, GGML_TYPE_F32, n);
     ggml_set_input(t.x);
-    t.y = to_q8 ? ggml_cpy(t.ctx, t.x, ggml_new_tensor_1d(t.ctx, GGML_TYPE_Q8_0, n)) : ggml_scale(t.ctx, t.x, 2.0f);
+    t.y = to_iq2 ? ggml_cpy(t.ctx, t.x, ggml_new_tensor_1d(t.ctx, GGML_TYPE_IQ2_XXS, n)) : ggml_scale(t.ctx, t.x, 2.0f);
     ggml_set_output(t.y);
     t.gf = ggml_new_graph(t.ctx);
     ggml_build_forward_expand(t.gf, t.y);
@@ -432,11 +432,11 @@ Test(sched_errors, a_split_refused_at_enqueue_fails_with_a_message) {
 
 /* ---- failures keep their message, their kind, and no memory ----------------------------------- */
 
-/* the Q8_0 graph, after checking that neither backend has learnt to run it */
+/* the IQ2_XXS graph, after checking that neither backend has learnt to run it */
 static struct tiny unschedulable_new(ggml_backend_t * be) {
-    struct tiny t = tiny_with(64, true);
+    struct tiny t = tiny_with(256, true);
     for (int b = 0; b < 2; b++) {
-        cr_assert_not(ggml_backend_supports_op(be[b], t.y), "%s now runs F32 -> Q8_0 copies: pick another op",
+        cr_assert_not(ggml_backend_supports_op(be[b], t.y), "%s now runs F32 -> IQ2_XXS copies: pick another op",
                       ggml_backend_name(be[b]));
     }
     return t;

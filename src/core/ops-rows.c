@@ -4,16 +4,16 @@
 #include "ggml-impl.h"
 
 /*
- * a [n_embd, n_rows, ne2, ne3], b I32 [n, ne2, ne3] -> [n_embd, n, ne2, ne3]: F32, or I32 for
- * I32 data, as upstream. Index values are checked when the graph runs (they are data).
+ * a [n_embd, n_rows, ne2, ne3], b I32 [n, ne2, ne3] -> [n_embd, n, ne2, ne3]: F32 (quantized
+ * rows are dequantized), or I32 for I32 data, as upstream. Index values are checked when the graph runs (they are data).
  */
 struct ggml_tensor * ggml_get_rows(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b) {
     GGMLX_CTX_CHECK(ctx);
     GGMLX_REQUIRE_TENSOR(ctx, a);
     GGMLX_REQUIRE_TENSOR(ctx, b);
     GGMLX_REQUIRE(ctx, a->type == GGML_TYPE_F32 || a->type == GGML_TYPE_F16 || a->type == GGML_TYPE_BF16 ||
-                       a->type == GGML_TYPE_I32,
-                  "a %s: data must be F32, F16, BF16 or I32", GGMLX_SHAPE(a));
+                       a->type == GGML_TYPE_I32 || ggml_is_quantized(a->type),
+                  "a %s: data must be F32, F16, BF16, I32 or a quantized type", GGMLX_SHAPE(a));
     GGMLX_REQUIRE(ctx, b->type == GGML_TYPE_I32, "b %s: row indices must be I32", GGMLX_SHAPE(b));
     GGMLX_REQUIRE(ctx, b->ne[1] == a->ne[2] && b->ne[2] == a->ne[3] && b->ne[3] == 1,
                   "indices b %s do not fit a %s (need b->ne[1] == a->ne[2], b->ne[2] == a->ne[3], b->ne[3] == 1)",
@@ -32,7 +32,7 @@ struct ggml_tensor * ggml_get_rows(struct ggml_context * ctx, struct ggml_tensor
 }
 
 /*
- * a [n_embd, n_rows, ne2, ne3] (F32/F16/BF16) receives b's F32 rows [n_embd, n, ne2, ne3] at the
+ * a [n_embd, n_rows, ne2, ne3] (F32/F16/BF16 or quantized) receives b's F32 or F16 rows [n_embd, n, ne2, ne3] at the
  * indices in c [n, ne2', ne3'] (I64 or I32), c broadcast over dims 2 and 3. The result is a view
  * of a; the source order (b, c, a) is upstream's.
  */
@@ -42,9 +42,11 @@ struct ggml_tensor * ggml_set_rows(struct ggml_context * ctx, struct ggml_tensor
     GGMLX_REQUIRE_TENSOR(ctx, a);
     GGMLX_REQUIRE_TENSOR(ctx, b);
     GGMLX_REQUIRE_TENSOR(ctx, c);
-    GGMLX_REQUIRE(ctx, a->type == GGML_TYPE_F32 || a->type == GGML_TYPE_F16 || a->type == GGML_TYPE_BF16,
-                  "destination a %s must be F32, F16 or BF16", GGMLX_SHAPE(a));
-    GGMLX_REQUIRE(ctx, b->type == GGML_TYPE_F32, "source b %s must be F32", GGMLX_SHAPE(b));
+    GGMLX_REQUIRE(ctx, a->type == GGML_TYPE_F32 || a->type == GGML_TYPE_F16 || a->type == GGML_TYPE_BF16 ||
+                       ggml_is_quantized(a->type),
+                  "destination a %s must be F32, F16, BF16 or a quantized type", GGMLX_SHAPE(a));
+    GGMLX_REQUIRE(ctx, b->type == GGML_TYPE_F32 || b->type == GGML_TYPE_F16, "source b %s must be F32 or F16",
+                  GGMLX_SHAPE(b));
     GGMLX_REQUIRE(ctx, c->type == GGML_TYPE_I64 || c->type == GGML_TYPE_I32,
                   "row indices c %s must be I64 or I32", GGMLX_SHAPE(c));
     GGMLX_REQUIRE(ctx, a->ne[0] == b->ne[0] && a->ne[2] == b->ne[2] && a->ne[3] == b->ne[3],

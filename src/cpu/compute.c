@@ -142,8 +142,10 @@ static bool prepare(struct ggmlx_cpu_state * st, bool * any_parallel) {
         ggmlx_cpu_kernel_t k = ggmlx_cpu_kernel_for(node);
         if (k == NULL) {
             char types[128];
-            ggmlx_error("ggml_graph_compute", "node %d '%s': %s (%s) is not supported by the CPU kernels", i,
-                        node->name, ggml_op_desc(node), type_list(node, types, sizeof types));
+            const char * why = ggmlx_cpu_refusal(node);
+            ggmlx_error("ggml_graph_compute", "node %d '%s': %s (%s) is not supported by the CPU kernels%s%s", i,
+                        node->name, ggml_op_desc(node), type_list(node, types, sizeof types), why ? ": " : "",
+                        why ? why : "");
             return false;
         }
         if (node->data == NULL) {

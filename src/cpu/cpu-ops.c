@@ -2,6 +2,7 @@
  * cpu-ops.c -- which kernel computes a node, with how many threads and how much scratch.
  */
 #include "cpu-ops.h"
+#include "ggml-cpu.h"
 
 static bool is_float_type(enum ggml_type t) {
     return t == GGML_TYPE_F32 || t == GGML_TYPE_F16 || t == GGML_TYPE_BF16;
@@ -17,9 +18,130 @@ static bool dup_types_supported(const struct ggml_tensor * dst) {
     return s_ok && d_ok;
 }
 
+static bool has_to_float(enum ggml_type t) {
+    const struct ggml_type_traits * tr = ggml_get_type_traits(t);
+    return tr != NULL && tr->to_float != NULL;
+}
+
+static bool has_cpu_from_float(enum ggml_type t) {
+    const struct ggml_type_traits_cpu * tr = ggml_get_type_traits_cpu(t);
+    return tr != NULL && tr->from_float != NULL;
+}
+
+/* the codebook formats are searched for whole rows at a time, often with an importance matrix */
+#define NO_QUANTIZER \
+    "the destination type has no CPU quantizer from F32 (the IQ1, IQ2 and IQ3 formats are made only by " \
+    "ggml_quantize_chunk)"
+
+static bool blocks_contiguous(const struct ggml_tensor * t) {
+    return t->nb[0] == ggml_type_size(t->type);
+}
+
+/* the rule a GET_ROWS from a quantized type breaks, NULL for none */
+static const char * get_rows_quant_refusal(const struct ggml_tensor * node) {
+    const struct ggml_tensor * s0 = node->src[0];
+    if (!has_to_float(s0->type)) {
+        return "the source type has no dequantizer";
+    }
+    if (node->src[1]->type != GGML_TYPE_I32) {
+        return "row indices must be I32";
+    }
+    if (node->type != GGML_TYPE_F32 || node->nb[0] != sizeof(float)) {
+        return "quantized rows are read into F32 rows with contiguous elements only";
+    }
+    return blocks_contiguous(s0) ? NULL : "the source's blocks must be contiguous within a row";
+}
+
+/* the rule a SET_ROWS into a quantized type breaks, NULL for none */
+static const char * set_rows_quant_refusal(const struct ggml_tensor * node) {
+    const enum ggml_type ts = node->src[0]->type, ti = node->src[1]->type;
+    if (!has_cpu_from_float(node->type)) {
+        return NO_QUANTIZER;
+    }
+    if (ts != GGML_TYPE_F32 && ts != GGML_TYPE_F16) {
+        return "rows written into a quantized tensor must be F32 or F16";
+    }
+    if (ti != GGML_TYPE_I64 && ti != GGML_TYPE_I32) {
+        return "row indices must be I64 or I32";
+    }
+    return blocks_contiguous(node) ? NULL : "the destination's blocks must be contiguous within a row";
+}
+
+/* the rule a copy into or out of a quantized type (the types differ) breaks, NULL for none */
+static const char * dup_quant_refusal(const struct ggml_tensor * node) {
+    const struct ggml_tensor * s0 = node->src[0];
+    if (ggml_is_quantized(node->type)) {
+        if (!is_float_type(s0->type)) {
+            return "only F32, F16 and BF16 are copied into a quantized type";
+        }
+        if (!has_cpu_from_float(node->type)) {
+            return NO_QUANTIZER;
+        }
+        return ggml_is_contiguous(node) ? NULL : "a quantized destination must be contiguous";
+    }
+    if (node->type != GGML_TYPE_F32) {
+        return "a quantized source is copied into F32 or its own type only";
+    }
+    if (!has_to_float(s0->type)) {
+        return "the source type has no dequantizer";
+    }
+    return blocks_contiguous(s0) ? NULL : "the source's blocks must be contiguous within a row";
+}
+
+/*
+ * The ops with a quantized operand: the kernel, or NULL with *why saying what rule the node breaks
+ * (*why stays NULL for a node that is not of this kind).
+ */
+static ggmlx_cpu_kernel_t quant_kernel(const struct ggml_tensor * node, const char ** why) {
+    const struct ggml_tensor * s0 = node->src[0];
+    *why = NULL;
+    switch (node->op) {
+    case GGML_OP_MUL_MAT:
+        if (!ggml_is_quantized(s0->type)) {
+            return NULL;
+        }
+        *why = ggmlx_cpu_mul_mat_quant_refusal(node);
+        return *why == NULL ? ggmlx_cpu_mul_mat_quant : NULL;
+    case GGML_OP_GET_ROWS:
+        if (!ggml_is_quantized(s0->type)) {
+            return NULL;
+        }
+        *why = get_rows_quant_refusal(node);
+        return *why == NULL ? ggmlx_cpu_get_rows : NULL;
+    case GGML_OP_SET_ROWS:
+        if (!ggml_is_quantized(node->type)) {
+            return NULL;
+        }
+        *why = set_rows_quant_refusal(node);
+        return *why == NULL ? ggmlx_cpu_set_rows : NULL;
+    case GGML_OP_DUP:
+    case GGML_OP_CPY:
+    case GGML_OP_CONT:
+        if (s0->type == node->type || (!ggml_is_quantized(s0->type) && !ggml_is_quantized(node->type))) {
+            return NULL; /* same-type and float copies: ggmlx_cpu_dup */
+        }
+        *why = dup_quant_refusal(node);
+        return *why == NULL ? ggmlx_cpu_dup_quant : NULL;
+    default:
+        return NULL;
+    }
+}
+
+const char * ggmlx_cpu_refusal(const struct ggml_tensor * node) {
+    const char * why;
+    quant_kernel(node, &why);
+    return why;
+}
+
 ggmlx_cpu_kernel_t ggmlx_cpu_kernel_for(const struct ggml_tensor * node) {
     const struct ggml_tensor * s0 = node->src[0];
     const struct ggml_tensor * s1 = node->src[1];
+
+    const char * why;
+    const ggmlx_cpu_kernel_t qk = quant_kernel(node, &why);
+    if (qk != NULL || why != NULL) {
+        return qk;
+    }
 
     switch (node->op) {
     case GGML_OP_DUP:
@@ -92,8 +214,9 @@ ggmlx_cpu_kernel_t ggmlx_cpu_kernel_for(const struct ggml_tensor * node) {
     case GGML_OP_GET_ROWS:
         return (is_float_type(s0->type) || s0->type == GGML_TYPE_I32) && s1->type == GGML_TYPE_I32 ? ggmlx_cpu_get_rows : NULL;
     case GGML_OP_SET_ROWS:
-        return s0->type == GGML_TYPE_F32 && (s1->type == GGML_TYPE_I64 || s1->type == GGML_TYPE_I32) &&
-               is_float_type(node->type) ? ggmlx_cpu_set_rows : NULL;
+        return (s0->type == GGML_TYPE_F32 || s0->type == GGML_TYPE_F16) &&
+               (s1->type == GGML_TYPE_I64 || s1->type == GGML_TYPE_I32) && is_float_type(node->type)
+               ? ggmlx_cpu_set_rows : NULL;
     case GGML_OP_DIAG_MASK_INF:
         return s0->type == GGML_TYPE_F32 ? ggmlx_cpu_diag_mask_inf : NULL;
     case GGML_OP_SOFT_MAX:
@@ -129,7 +252,16 @@ int ggmlx_cpu_n_tasks(const struct ggml_tensor * node, int n_threads) {
 size_t ggmlx_cpu_work_size(const struct ggml_tensor * node, int n_tasks) {
     switch (node->op) {
     case GGML_OP_MUL_MAT:
-        return ggmlx_cpu_mul_mat_work_size(node, n_tasks);
+        return ggml_is_quantized(node->src[0]->type) ? ggmlx_cpu_mul_mat_quant_work_size(node, n_tasks)
+                                                     : ggmlx_cpu_mul_mat_work_size(node, n_tasks);
+    case GGML_OP_DUP:
+    case GGML_OP_CPY:
+    case GGML_OP_CONT:
+        return node->type != node->src[0]->type &&
+               (ggml_is_quantized(node->type) || ggml_is_quantized(node->src[0]->type))
+               ? ggmlx_cpu_dup_quant_work_size(node, n_tasks) : 0;
+    case GGML_OP_SET_ROWS:
+        return ggmlx_cpu_set_rows_work_size(node, n_tasks);
     case GGML_OP_SUM:
         return (size_t)n_tasks * 64; /* per-thread partial sums, one cache line each */
     case GGML_OP_COUNT_EQUAL:

@@ -44,6 +44,10 @@ static inline void ggmlx_cpu_split_rows(const struct ggmlx_cpu_params * p, int64
 /* The kernel for a node, or NULL when the CPU cannot compute it (op or types unsupported). */
 ggmlx_cpu_kernel_t ggmlx_cpu_kernel_for(const struct ggml_tensor * node);
 
+/* Why the CPU refuses a node with a quantized operand (a rule it breaks), NULL when it does not or
+ * when nothing more specific than "unsupported op or types" can be said. */
+const char * ggmlx_cpu_refusal(const struct ggml_tensor * node);
+
 /* How many threads a node is worth (1 for tiny ones) when n_threads are available. */
 int ggmlx_cpu_n_tasks(const struct ggml_tensor * node, int n_threads);
 
@@ -67,10 +71,14 @@ void ggmlx_cpu_glu  (const struct ggmlx_cpu_params * params, struct ggml_tensor 
 
 /* ops-copy.c: DUP, CPY, CONT between F32/F16/BF16 (and same-type copies of any type) */
 void ggmlx_cpu_dup(const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
+/* ops-copy-quant.c: DUP, CPY, CONT from F32/F16/BF16 into a quantized type, from one into F32 */
+void   ggmlx_cpu_dup_quant(const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
+size_t ggmlx_cpu_dup_quant_work_size(const struct ggml_tensor * dst, int n_tasks);
 
-/* ops-rows.c: GET_ROWS, SET_ROWS */
-void ggmlx_cpu_get_rows(const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
-void ggmlx_cpu_set_rows(const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
+/* ops-rows.c: GET_ROWS (quantized rows into F32 too), SET_ROWS (F32/F16 rows into quantized too) */
+void   ggmlx_cpu_get_rows(const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
+void   ggmlx_cpu_set_rows(const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
+size_t ggmlx_cpu_set_rows_work_size(const struct ggml_tensor * dst, int n_tasks);
 
 /* ops-shape.c: REPEAT, CONCAT */
 void ggmlx_cpu_repeat(const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
@@ -103,6 +111,11 @@ void ggmlx_cpu_rope(const struct ggmlx_cpu_params * params, struct ggml_tensor *
 /* ops-matmul.c: MUL_MAT with F32, F16, BF16 src0 and F32 src1 */
 void   ggmlx_cpu_mul_mat(const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
 size_t ggmlx_cpu_mul_mat_work_size(const struct ggml_tensor * dst, int n_tasks);
+
+/* ops-matmul-quant.c: MUL_MAT with quantized src0 (any type with a CPU vec_dot) and F32 src1 */
+void         ggmlx_cpu_mul_mat_quant(const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
+size_t       ggmlx_cpu_mul_mat_quant_work_size(const struct ggml_tensor * dst, int n_tasks);
+const char * ggmlx_cpu_mul_mat_quant_refusal(const struct ggml_tensor * dst); /* NULL: supported */
 
 /* ops-misc.c: OUT_PROD (F32, F16, BF16 src0; F32 src1), DIAG_MASK_ZERO, ARANGE, TIMESTEP_EMBEDDING,
  * COUNT_EQUAL (I32), CUMSUM */

@@ -7,6 +7,7 @@
  * enqueued, on the caller's thread, while the buffers are certainly alive.
  */
 #include "host-backend.h"
+#include "cpu-ops.h"
 #include "graph-snapshot.h"
 #include "host-alias.h"
 #include "threadpool.h"
@@ -112,8 +113,9 @@ static enum ggml_status check_graph(const char * func, ggml_backend_t backend, c
             continue;
         }
         if (!dev->iface.supports_op(dev, node)) {
-            ggmlx_error(func, "node %d '%s': %s of %s is not supported by %s; nothing queued", i, node->name,
-                        ggml_op_desc(node), GGMLX_SHAPE(node), hb->name);
+            const char * why = ggmlx_cpu_refusal(node);
+            ggmlx_error(func, "node %d '%s': %s of %s is not supported by %s%s%s; nothing queued", i, node->name,
+                        ggml_op_desc(node), GGMLX_SHAPE(node), hb->name, why ? ": " : "", why ? why : "");
             return GGML_STATUS_FAILED;
         }
         if (reach(hb, node) == NULL) {

@@ -703,6 +703,53 @@ static void cf_cases_misc(struct cf_case_list * l) {
     c->ip[0] = 31, c->ip[1] = 1022;
 }
 
+/*
+ * Quantized operands: products with the weight types models use (odd row counts, a vector, a
+ * batch over several tiles, broadcasts over dims 2 and 3, permuted activations), row lookups and
+ * copies out of them, copies and row writes into the KV-cache types. A type a device cannot
+ * handle (no kernel yet) is a skip.
+ */
+static void cf_cases_quant(struct cf_case_list * l) {
+    const enum ggml_type weights[] = { GGML_TYPE_Q4_0, GGML_TYPE_Q8_0, GGML_TYPE_Q4_K,
+                                       GGML_TYPE_Q6_K, GGML_TYPE_IQ4_NL, GGML_TYPE_MXFP4 };
+    for (int t = 0; t < 6; t++) {
+        const enum ggml_type wt = weights[t];
+        const int64_t K = ggml_blck_size(wt) == 256 ? 512 : 224; /* 2 or 7 blocks */
+        /* a matrix-vector product, odd row count */
+        struct cf_op_case * c = cf_add(l, CF_OP_MUL_MAT, wt, GGML_TYPE_F32, K, 37, 1, 1, CF_CONTIG, "gemv");
+        c->nb[0] = K, c->nb[1] = 1, c->nb[2] = 1, c->nb[3] = 1;
+        /* a batch of 70 rows: more than one tile of activation rows */
+        c = cf_add(l, CF_OP_MUL_MAT, wt, GGML_TYPE_F32, K, 33, 1, 1, CF_CONTIG, "gemm");
+        c->nb[0] = K, c->nb[1] = 70, c->nb[2] = 1, c->nb[3] = 1;
+        /* a broadcast over dims 2 and 3 */
+        c = cf_add(l, CF_OP_MUL_MAT, wt, GGML_TYPE_F32, ggml_blck_size(wt) == 256 ? 256 : 64, 7, 2, 3, CF_BCAST, NULL);
+        c->nb[0] = c->ne[0], c->nb[1] = 5, c->nb[2] = 4, c->nb[3] = 6;
+        /* the activations as a permuted view (gathered before they are quantized) */
+        c = cf_add(l, CF_OP_MUL_MAT, wt, GGML_TYPE_F32, ggml_blck_size(wt) == 256 ? 256 : 96, 5, 2, 1, CF_PERMUTED, NULL);
+        c->nb[0] = c->ne[0], c->nb[1] = 3, c->nb[2] = 2, c->nb[3] = 1;
+        /* rows out of them; a is [K, 10 rows, 2, 1], 7 indices per plane */
+        c = cf_add(l, CF_OP_GET_ROWS, wt, GGML_TYPE_I32, ggml_blck_size(wt) == 256 ? 256 : 96, 10, 2, 1, CF_CONTIG, NULL);
+        c->nb[0] = 7;
+    }
+    const enum ggml_type kv[] = { GGML_TYPE_Q8_0, GGML_TYPE_Q4_0, GGML_TYPE_Q4_1, GGML_TYPE_Q5_0, GGML_TYPE_Q5_1,
+                                  GGML_TYPE_IQ4_NL };
+    for (int t = 0; t < 6; t++) {
+        /* destination [96, 20 rows, 2, 1] gets 6 rows per plane */
+        struct cf_op_case * c = cf_add(l, CF_OP_SET_ROWS, kv[t], GGML_TYPE_I64, 96, 20, 2, 1, CF_CONTIG, NULL);
+        c->nb[0] = 6, c->nb[1] = 2, c->nb[2] = 1;
+    }
+    struct cf_op_case * c = cf_add(l, CF_OP_SET_ROWS, GGML_TYPE_Q8_0, GGML_TYPE_I32, 64, 12, 3, 2, CF_BCAST, NULL);
+    c->nb[0] = 5, c->nb[1] = 1, c->nb[2] = 1;
+    const enum ggml_type into[] = { GGML_TYPE_Q8_0, GGML_TYPE_Q4_0 };
+    for (int t = 0; t < 2; t++) {
+        cf_add(l, CF_OP_CPY, GGML_TYPE_F32, into[t], 96, 5, 3, 1, CF_CONTIG, NULL);
+        cf_add(l, CF_OP_CPY, GGML_TYPE_F16, into[t], 64, 3, 2, 1, CF_PERMUTED, NULL);
+        cf_add(l, CF_OP_CPY, into[t], GGML_TYPE_F32, 96, 5, 3, 1, CF_CONTIG, NULL);
+        cf_add(l, CF_OP_CPY, into[t], GGML_TYPE_F32, 64, 3, 2, 1, CF_CONTIG, "to-permuted")->ip[0] = 1;
+        cf_add(l, CF_OP_CONT, into[t], into[t], 64, 3, 2, 1, CF_CONTIG, NULL);
+    }
+}
+
 /* every op case, in a fixed order; false when memory ran out */
 static bool cf_make_op_cases(struct cf_case_list * l) {
     memset(l, 0, sizeof *l);
@@ -714,6 +761,7 @@ static bool cf_make_op_cases(struct cf_case_list * l) {
     cf_cases_norm(l);
     cf_cases_mul_mat(l);
     cf_cases_rows(l);
+    cf_cases_quant(l);
     cf_cases_attention(l);
     cf_cases_misc(l);
     return !l->oom;
@@ -727,6 +775,9 @@ static bool cf_make_op_cases(struct cf_case_list * l) {
  * default 48 KiB per block).
  */
 static bool cf_cuda_expected(const struct cf_op_case * c) {
+    if (ggml_is_quantized(c->t0) || ggml_is_quantized(c->t1)) {
+        return false; /* the CUDA backend has no quantized kernels */
+    }
     switch (c->op) {
     case CF_OP_DUP: case CF_OP_CPY: case CF_OP_CONT: case CF_OP_ADD: case CF_OP_SUB: case CF_OP_MUL:
     case CF_OP_DIV: case CF_OP_SCALE: case CF_OP_SQR: case CF_OP_SQRT: case CF_OP_SUM: case CF_OP_SUM_ROWS:

@@ -168,7 +168,7 @@ static double cf_round_to(enum ggml_type type, double d) {
         return trunc((double) f);
     }
     case GGML_TYPE_I64: return trunc(d);
-    default: return NAN;
+    default: return ggml_is_quantized(type) ? d : NAN; /* only same-type copies of a block's own values */
     }
 }
 
@@ -189,7 +189,7 @@ static const char * cf_type_name(enum ggml_type t) {
     case GGML_TYPE_BF16: return "bf16";
     case GGML_TYPE_I32: return "i32";
     case GGML_TYPE_I64: return "i64";
-    default: return "?";
+    default: return ggml_is_quantized(t) ? ggml_type_name(t) : "?";
     }
 }
 
@@ -256,6 +256,33 @@ static void cf_store(enum ggml_type type, unsigned char * p, double d) {
     }
     default: break;
     }
+}
+
+/*
+ * One element of a quantized tensor: its block dequantized with the type's to_float. The last
+ * block is kept, so walking a row dequantizes each block once; cf_load_quant_reset() forgets it
+ * before memory that may hold other bytes at the same address is read (each case's host copies).
+ */
+static _Thread_local const unsigned char * cf_quant_last;
+static _Thread_local enum ggml_type        cf_quant_last_type;
+static _Thread_local float                 cf_quant_values[256];
+
+static void cf_load_quant_reset(void) {
+    cf_quant_last = NULL;
+}
+
+/* NaN for a type without to_float */
+static double cf_load_quant(enum ggml_type type, const unsigned char * block, int64_t j) {
+    const struct ggml_type_traits * tr = ggml_get_type_traits(type);
+    if (tr == NULL || tr->to_float == NULL || tr->blck_size > 256) {
+        return NAN;
+    }
+    if (block != cf_quant_last || type != cf_quant_last_type) {
+        tr->to_float(block, cf_quant_values, tr->blck_size);
+        cf_quant_last      = block;
+        cf_quant_last_type = type;
+    }
+    return cf_quant_values[j];
 }
 
 /* the byte pattern around every tensor: position-dependent, so a shifted copy is caught too */

@@ -38,6 +38,27 @@ static size_t cf_align_up(size_t n, size_t a) {
     return a > 1 ? (n + a - 1) / a * a : n;
 }
 
+/*
+ * A quantized root (contiguous: the builder never permutes one): uniform values quantized by the
+ * type's reference quantizer. Zero bytes for a type without one (its cases are skipped: nothing
+ * can make its data on the CPU).
+ */
+static void cf_fill_quant(struct cf_root * r, struct cf_rng * rng, unsigned char * p) {
+    const struct ggml_type_traits * tr = ggml_get_type_traits(r->t->type);
+    const int64_t n = ggml_nelements(r->t);
+    float * x = malloc((size_t) (n > 0 ? n : 1) * sizeof *x);
+    if (x == NULL || tr == NULL || tr->from_float_ref == NULL) {
+        memset(p, 0, r->nbytes);
+        free(x);
+        return;
+    }
+    for (int64_t k = 0; k < n; k++) {
+        x[k] = (float) cf_uniform(rng, r->lo, r->hi);
+    }
+    tr->from_float_ref(x, p, n);
+    free(x);
+}
+
 static void cf_fill_root(struct cf_root * r, struct cf_rng * rng) {
     const struct ggml_tensor * t = r->t;
     unsigned char * p = r->before + r->offset;
@@ -47,6 +68,10 @@ static void cf_fill_root(struct cf_root * r, struct cf_rng * rng) {
     }
     const size_t  es = ggml_type_size(t->type);
     const int64_t n  = ggml_nelements(t);
+    if (ggml_is_quantized(t->type)) {
+        cf_fill_quant(r, rng, p);
+        return;
+    }
     const int64_t ne0 = t->ne[0] > 0 ? t->ne[0] : 1;
     for (int64_t k = 0; k < n; k++) {
         double v = 0;
@@ -166,6 +191,19 @@ static bool cf_supported(const struct cf_device * d, struct ggml_cgraph * gf, st
     return true;
 }
 
+/* a quantized input or result needs the type's reference quantizer and dequantizer (a skip otherwise) */
+static bool cf_quant_reference_exists(const struct cf_build * b, struct cf_result * res) {
+    for (int i = 0; i <= b->n_in; i++) {
+        const struct ggml_tensor * t = i < b->n_in ? b->in[i] : b->out;
+        const struct ggml_type_traits * tr = ggml_get_type_traits(t->type);
+        if (ggml_is_quantized(t->type) && (tr->to_float == NULL || tr->from_float_ref == NULL)) {
+            cf_set(res, CF_SKIP, "%s has no reference quantizer or dequantizer in this build", ggml_type_name(t->type));
+            return false;
+        }
+    }
+    return true;
+}
+
 static void cf_run_op_case(const struct cf_options * opt, struct cf_device * d, const struct cf_op_case * c,
                            struct cf_result * res) {
     struct cf_build       b;
@@ -201,7 +239,7 @@ static void cf_run_op_case(const struct cf_options * opt, struct cf_device * d, 
         goto out;
     }
     ggml_build_forward_expand(gf, b.out);
-    if (!cf_supported(d, gf, res)) {
+    if (!cf_supported(d, gf, res) || !cf_quant_reference_exists(&b, res)) {
         goto out;
     }
 
@@ -284,6 +322,7 @@ static void cf_run_op_case(const struct cf_options * opt, struct cf_device * d, 
         cf_set(res, CF_FAIL, "out of host memory for the reference");
         goto out;
     }
+    cf_load_quant_reset(); /* this case's host copies may sit where the last case's were */
     cf_reference(&ref);
     if (ref.failed) {
         cf_set(res, CF_FAIL, "no reference for this case");
@@ -312,6 +351,7 @@ static void cf_run_op_case(const struct cf_options * opt, struct cf_device * d, 
     }
 
     cf_check_guards(&b, arena_size, res);
+    cf_load_quant_reset();
     cf_check_result(&b, &ref, res);
 
 out:

@@ -17,6 +17,8 @@
 
 #include "cf-build.h"
 
+#include "ggml-cpu.h"
+
 /* a tensor's elements in a host copy of its arena */
 struct cf_acc {
     const unsigned char * base;
@@ -54,7 +56,46 @@ static struct cf_acc cf_acc_of(const struct cf_build * b, const struct ggml_tens
 }
 
 static double cf_at(const struct cf_acc * a, int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
+    if (ggml_is_quantized(a->type)) {
+        const int64_t bs = ggml_blck_size(a->type);
+        return cf_load_quant(a->type, a->base + (i0 / bs) * a->nb[0] + i1 * a->nb[1] + i2 * a->nb[2] + i3 * a->nb[3],
+                             i0 % bs);
+    }
     return cf_load(a->type, a->base + i0 * a->nb[0] + i1 * a->nb[1] + i2 * a->nb[2] + i3 * a->nb[3]);
+}
+
+/*
+ * n values quantized to type t and back by the reference quantizer (from_float_ref, to_float),
+ * into rt, with per element the error a backend's own quantizer may make: twice the reference's
+ * worst error in the element's block. A quantizer may break ties or pick a block's scale
+ * differently, which moves values by up to a step (the reference's worst error in a block is
+ * about half a step, a whole one at the clamped end of Q4_0's levels); a wrong block, scale or
+ * element order is off by the order of the block's largest value. false when t has no
+ * reference quantizer or dequantizer.
+ */
+static bool cf_quant_round_trip(enum ggml_type t, const float * x, int64_t n, float * rt, double * tol) {
+    const struct ggml_type_traits * tr = ggml_get_type_traits(t);
+    if (tr == NULL || tr->from_float_ref == NULL || tr->to_float == NULL || n % tr->blck_size != 0) {
+        return false;
+    }
+    void * q = malloc(ggml_row_size(t, n));
+    if (q == NULL) {
+        return false;
+    }
+    tr->from_float_ref(x, q, n);
+    tr->to_float(q, rt, n);
+    free(q);
+    for (int64_t b0 = 0; b0 < n; b0 += tr->blck_size) {
+        double worst = 0.0, amax = 0.0;
+        for (int64_t j = b0; j < b0 + tr->blck_size; j++) {
+            worst = fmax(worst, fabs((double) x[j] - (double) rt[j]));
+            amax  = fmax(amax, fabs((double) x[j]));
+        }
+        for (int64_t j = b0; j < b0 + tr->blck_size; j++) {
+            tol[j] = 2.0 * worst + 1e-6 * amax;
+        }
+    }
+    return true;
 }
 
 struct cf_ref {
@@ -185,9 +226,47 @@ static double cf_glu_act(int op, double x) {
 
 /* ---- the references ------------------------------------------------------------------------ */
 
+/* rows of F32/F16 values quantized into the result: each row within cf_quant_round_trip's bound */
+static void cf_ref_copy_to_quant(struct cf_ref * r) {
+    const struct cf_acc a  = cf_acc_of(r->b, r->b->in[0], false);
+    const enum ggml_type ot = r->b->out->type;
+    const int64_t n = r->ne[0];
+    float  * x   = malloc((size_t) n * sizeof *x);
+    float  * rt  = malloc((size_t) n * sizeof *rt);
+    double * tol = malloc((size_t) n * sizeof *tol);
+    if (x == NULL || rt == NULL || tol == NULL) {
+        r->failed = true;
+        goto out;
+    }
+    for (int64_t i3 = 0; i3 < r->ne[3]; i3++) {
+        for (int64_t i2 = 0; i2 < r->ne[2]; i2++) {
+            for (int64_t i1 = 0; i1 < r->ne[1]; i1++) {
+                for (int64_t i0 = 0; i0 < n; i0++) {
+                    x[i0] = (float) cf_at(&a, i0, i1, i2, i3);
+                }
+                if (!cf_quant_round_trip(ot, x, n, rt, tol)) {
+                    r->failed = true;
+                    goto out;
+                }
+                for (int64_t i0 = 0; i0 < n; i0++) {
+                    cf_put(r, i0, i1, i2, i3, x[i0], tol[i0]);
+                }
+            }
+        }
+    }
+out:
+    free(x);
+    free(rt);
+    free(tol);
+}
+
 static void cf_ref_copy(struct cf_ref * r) {
     const struct cf_acc a = cf_acc_of(r->b, r->b->in[0], false);
     const enum ggml_type ot = r->b->out->type;
+    if (ggml_is_quantized(ot) && ot != a.type) {
+        cf_ref_copy_to_quant(r);
+        return;
+    }
     /* same logical shape: element for element */
     CF_FOR4(r->ne, i0, i1, i2, i3) {
         cf_put(r, i0, i1, i2, i3, cf_round_to(ot, cf_at(&a, i0, i1, i2, i3)), 0.0);
@@ -392,9 +471,46 @@ static void cf_ref_norm(struct cf_ref * r) {
     }
 }
 
+/*
+ * Quantized weights: the reference multiplies the dequantized weights (exact) by the F32
+ * activations in double. A backend quantizes the activations (the CPU: to the weight type's
+ * vec_dot_type, Q8_0 or Q8_K, blocks of qb values sharing d = amax / 127, each value off by at most
+ * d / 2, and Q8_0's d stored as F16, 2^-11 of every value), so each block adds at most
+ * d / 2 * sum |w| and the scale rounding 2^-10 * sum |w x|; then the float sum as for F32.
+ */
+static void cf_ref_mul_mat_quant(struct cf_ref * r) {
+    const struct cf_acc a = cf_acc_of(r->b, r->b->in[0], false);
+    const struct cf_acc x = cf_acc_of(r->b, r->b->in[1], false);
+    const int64_t K = a.ne[0];
+    const int64_t r2 = x.ne[2] / a.ne[2], r3 = x.ne[3] / a.ne[3];
+    const struct ggml_type_traits_cpu * tc = ggml_get_type_traits_cpu(a.type);
+    int64_t qb = tc != NULL && tc->vec_dot_type != GGML_TYPE_F32 ? ggml_blck_size(tc->vec_dot_type) : 32;
+    qb = qb < 32 ? 32 : qb;
+    CF_FOR4(r->ne, n, m, i2, i3) {
+        struct cf_sum acc = { 0, 0, 0 };
+        double tol = 0.0, mag = 0.0;
+        for (int64_t b0 = 0; b0 < K; b0 += qb) {
+            double amax = 0.0, wsum = 0.0;
+            for (int64_t k = b0; k < b0 + qb && k < K; k++) {
+                const double w = cf_at(&a, k, n, i2 / r2, i3 / r3), v = cf_at(&x, k, m, i2, i3);
+                cf_sum_add(&acc, w * v);
+                mag += fabs(w * v);
+                amax = fmax(amax, fabs(v));
+                wsum += fabs(w);
+            }
+            tol += amax / 127.0 / 2.0 * wsum;
+        }
+        cf_put(r, n, m, i2, i3, acc.s, tol + mag / 1024.0 + cf_sum_tol(&acc, acc.s, GGML_TYPE_F32));
+    }
+}
+
 static void cf_ref_mul_mat(struct cf_ref * r) {
     const struct cf_acc a = cf_acc_of(r->b, r->b->in[0], false);
     const struct cf_acc x = cf_acc_of(r->b, r->b->in[1], false);
+    if (ggml_is_quantized(a.type)) {
+        cf_ref_mul_mat_quant(r);
+        return;
+    }
     const int64_t K = a.ne[0];
     const int64_t r2 = x.ne[2] / a.ne[2], r3 = x.ne[3] / a.ne[3];
     /* F16/BF16 weights: b may be rounded to their type, one rounding per product (4 of its
@@ -419,12 +535,50 @@ static void cf_ref_get_rows(struct cf_ref * r) {
     }
 }
 
+/* rows quantized into their places: within cf_quant_round_trip's bound of the source values */
+static void cf_ref_set_rows_quant(struct cf_ref * r, const struct cf_acc * src, const struct cf_acc * idx,
+                                  enum ggml_type t) {
+    const int64_t n = src->ne[0];
+    float  * x   = malloc((size_t) n * sizeof *x);
+    float  * rt  = malloc((size_t) n * sizeof *rt);
+    double * tol = malloc((size_t) n * sizeof *tol);
+    if (x == NULL || rt == NULL || tol == NULL) {
+        r->failed = true;
+        goto out;
+    }
+    for (int64_t i3 = 0; i3 < src->ne[3]; i3++) {
+        for (int64_t i2 = 0; i2 < src->ne[2]; i2++) {
+            for (int64_t i = 0; i < src->ne[1]; i++) {
+                const int64_t row = (int64_t) cf_at(idx, i, i2 % idx->ne[1], i3 % idx->ne[2], 0);
+                for (int64_t i0 = 0; i0 < n; i0++) {
+                    x[i0] = (float) cf_at(src, i0, i, i2, i3);
+                }
+                if (!cf_quant_round_trip(t, x, n, rt, tol)) {
+                    r->failed = true;
+                    goto out;
+                }
+                for (int64_t i0 = 0; i0 < n; i0++) {
+                    cf_put(r, i0, row, i2, i3, x[i0], tol[i0]);
+                }
+            }
+        }
+    }
+out:
+    free(x);
+    free(rt);
+    free(tol);
+}
+
 static void cf_ref_set_rows(struct cf_ref * r) {
     const struct cf_acc dst = cf_acc_of(r->b, r->b->in[0], false);
     const struct cf_acc src = cf_acc_of(r->b, r->b->in[1], false);
     const struct cf_acc idx = cf_acc_of(r->b, r->b->in[2], false);
     CF_FOR4(r->ne, i0, i1, i2, i3) {
         cf_put(r, i0, i1, i2, i3, cf_at(&dst, i0, i1, i2, i3), 0.0);
+    }
+    if (ggml_is_quantized(dst.type)) {
+        cf_ref_set_rows_quant(r, &src, &idx, dst.type);
+        return;
     }
     for (int64_t i3 = 0; i3 < src.ne[3]; i3++) {
         for (int64_t i2 = 0; i2 < src.ne[2]; i2++) {

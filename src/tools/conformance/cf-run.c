@@ -82,7 +82,10 @@ static void cf_count(const struct cf_options * opt, const struct cf_device * d, 
     }
     switch (r->status) {
     case CF_OK: sum->passed++; break;
-    case CF_SKIP: sum->skipped++; break;
+    case CF_SKIP:
+        sum->skipped++;
+        sum->skipped_unclaimed += d != NULL && d->is_cuda && !expected;
+        break;
     default: sum->failed++; break;
     }
 }

@@ -29,6 +29,7 @@ struct cf_options {
 
 struct cf_summary {
     int passed, failed, skipped;
+    int skipped_unclaimed; /* of the skips, cases a CUDA device's backend does not claim (quantized ones) */
     int n_devices;
     int n_cases; /* per device, after the filter */
 };
