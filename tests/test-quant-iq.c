@@ -440,7 +440,7 @@ Test(iq_quant, a_row_length_off_the_block_size_is_refused) {
 
 Test(iq_quant, a_quantizer_called_before_init_builds_its_tables) {
     static float x[QK_K], im[QK_K];
-    static uint8_t q[sizeof(block_iq3_xxs)];
+    static uint8_t q[sizeof(block_iq3_s)]; /* the largest IQ block */
     for (int i = 0; i < QK_K; ++i) {
         x[i] = sinf((float) i);
         im[i] = 1.0f;
