@@ -483,9 +483,10 @@ static void cf_ref_mul_mat_quant(struct cf_ref * r) {
     const struct cf_acc x = cf_acc_of(r->b, r->b->in[1], false);
     const int64_t K = a.ne[0];
     const int64_t r2 = x.ne[2] / a.ne[2], r3 = x.ne[3] / a.ne[3];
-    const struct ggml_type_traits_cpu * tc = ggml_get_type_traits_cpu(a.type);
-    int64_t qb = tc != NULL && tc->vec_dot_type != GGML_TYPE_F32 ? ggml_blck_size(tc->vec_dot_type) : 32;
-    qb = qb < 32 ? 32 : qb;
+    /* the activations' block: Q8_K (256) for the 256-element formats, Q8_0 (32) for the others;
+     * from the block size, not ggml_get_type_traits_cpu, which a GGML_BACKEND_DL build keeps in
+     * the CPU module this tool does not link */
+    const int64_t qb = ggml_blck_size(a.type) >= 256 ? 256 : 32;
     CF_FOR4(r->ne, n, m, i2, i3) {
         struct cf_sum acc = { 0, 0, 0 };
         double tol = 0.0, mag = 0.0;
