@@ -737,7 +737,7 @@ Test(quant_dot, simd_variants_have_their_own_kernels) {
 
 Test(quant_dot, fp4_scale_decoders_match_the_formats_for_every_byte) {
     for (int v = 0; v < 256; v++) {
-        cr_expect_eq((double)ggmlx_ue4m3_half_to_fp32((uint8_t)v), ue4m3_half((uint8_t)v), "UE4M3 0x%02x", v);
-        cr_expect_eq((double)ggmlx_e8m0_half_to_fp32((uint8_t)v), ldexp(1.0, v - 128), "E8M0 0x%02x", v);
+        cr_expect_eq((double)ggmlx_ue4m3_to_fp32((uint8_t)v), ue4m3_half((uint8_t)v), "UE4M3 0x%02x", v);
+        cr_expect_eq((double)ggmlx_e8m0_to_fp32_half((uint8_t)v), ldexp(1.0, v - 128), "E8M0 0x%02x", v);
     }
 }

@@ -79,13 +79,15 @@ static inline float ggmlx_e8m0_to_fp32_half(uint8_t e) {
 /* A UE4M3 scale (4 exponent bits with bias 7, 3 mantissa bits, no sign), halved for the doubled
  * table. 0x00 and 0x7F (the NaN code) give 0. */
 static inline float ggmlx_ue4m3_to_fp32(uint8_t u) {
-    if (u == 0x00 || u == 0x7F) {
-        return 0.0f;
+    const uint32_t ex = (u >> 3) & 15u, man = u & 7u;
+    if (u == 0x7F || ex == 0) {
+        return u == 0x7F ? 0.0f : (float) man * 0.0009765625f; /* man * 2^-9, halved */
     }
-    const int exp = (u >> 3) & 15;
-    const int man = u & 7;
-    const float v = exp == 0 ? ldexpf((float) man, -9) : ldexpf(1.0f + (float) man / 8.0f, exp - 7);
-    return v * 0.5f;
+    /* (1 + man / 8) * 2^(ex - 7), halved, built from bits: the CPU kernels call it per sub-block */
+    const uint32_t bits = ((ex + 119u) << 23) | (man << 20);
+    float f;
+    memcpy(&f, &bits, sizeof f);
+    return f;
 }
 
 /* f32 -> UE4M3 as upstream rounds it: not positive or NaN -> 0; clamped to 448; a subnormal

@@ -110,11 +110,3 @@ void ggmlx_quantize_row_q8_K_cpu(const float * restrict x, void * restrict vy, i
         y[i].d = 1.0f / iscale;
     }
 }
-
-float ggmlx_e8m0_half_to_fp32(uint8_t e) {
-    /* e = 0 and 1 are subnormal halves; above, the exponent field is e - 1 */
-    const uint32_t bits = e < 2 ? (0x00200000u << e) : ((uint32_t)(e - 1) << 23);
-    float          f;
-    memcpy(&f, &bits, sizeof(f));
-    return f;
-}

@@ -135,7 +135,7 @@ static void vec_dot_mxfp4_q8_0(GGMLX_VEC_DOT_ARGS) {
     float                        acc = 0.0f;
     for (int i = 0; i < nb; i++) {
         const int sumi = dot_nibbles_lut(x[i].qs, ggmlx_kvalues_fp4, y[i].qs);
-        acc += (float)sumi * (ggmlx_e8m0_half_to_fp32(x[i].e) * h2f(y[i].d));
+        acc += (float)sumi * (ggmlx_e8m0_to_fp32_half(x[i].e) * h2f(y[i].d));
     }
     *s = acc;
 }
@@ -156,7 +156,7 @@ static void vec_dot_nvfp4_q8_0(GGMLX_VEC_DOT_ARGS) {
             for (int j = 0; j < 8; j++) {
                 sumi += ggmlx_kvalues_fp4[q[j] & 15] * yq[j] + ggmlx_kvalues_fp4[q[j] >> 4] * yq[j + 8];
             }
-            acc += (float)sumi * (ggmlx_ue4m3_half_to_fp32(x[i].d[sb]) * h2f(yb->d));
+            acc += (float)sumi * (ggmlx_ue4m3_to_fp32(x[i].d[sb]) * h2f(yb->d));
         }
     }
     *s = acc;

@@ -218,8 +218,8 @@ static void QX(vec_dot_nvfp4_q8_0)(GGMLX_VEC_DOT_ARGS) {
             const __m256i      p  = QX(dot_ss)(_mm256_setzero_si256(), w, _mm256_loadu_si256((const __m256i *)yb->qs));
             const float        dy = QX(h2f)(yb->d);
             /* four lanes per sub-block */
-            const __m256 sc = _mm256_set_m128(_mm_set1_ps(ggmlx_ue4m3_half_to_fp32(x[i].d[2 * h + 1]) * dy),
-                                              _mm_set1_ps(ggmlx_ue4m3_half_to_fp32(x[i].d[2 * h]) * dy));
+            const __m256 sc = _mm256_set_m128(_mm_set1_ps(ggmlx_ue4m3_to_fp32(x[i].d[2 * h + 1]) * dy),
+                                              _mm_set1_ps(ggmlx_ue4m3_to_fp32(x[i].d[2 * h]) * dy));
             acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), sc, acc);
         }
     }

@@ -13,6 +13,7 @@
 
 #include "ggml.h"
 #include "ggml-cpu.h"
+#include "quant/quant-legacy.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -67,24 +68,8 @@ void ggmlx_quantize_row_q8_0_cpu(const float * restrict x, void * restrict y, in
 void ggmlx_quantize_row_q8_1_cpu(const float * restrict x, void * restrict y, int64_t k);
 void ggmlx_quantize_row_q8_K_cpu(const float * restrict x, void * restrict y, int64_t k);
 
-/* scale helpers shared by the kernels */
-float ggmlx_e8m0_half_to_fp32(uint8_t e); /* 2^(e - 128): MXFP4's scale against its doubled table */
-
-/*
- * Half the UE4M3 value of x (NVFP4's scale against its doubled table), 0 for 0x00 and 0x7F (the
- * NaN code); bit 7 is not part of the value. Built from bits: inline, as kernels call it often.
- */
-static inline float ggmlx_ue4m3_half_to_fp32(uint8_t x) {
-    const uint32_t ex = (x >> 3) & 15u, man = x & 7u;
-    if (x == 0x7f || ex == 0) {
-        return x == 0x7f ? 0.0f : (float)man * 0.0009765625f; /* man * 2^-9, halved */
-    }
-    /* (1 + man / 8) * 2^(ex - 7), halved: exponent field ex - 8 + 127, mantissa man in the top 3 bits */
-    const uint32_t bits = ((ex + 119u) << 23) | (man << 20);
-    float          f;
-    memcpy(&f, &bits, sizeof(f));
-    return f;
-}
+/* the FP4 scale decoders, ggmlx_e8m0_to_fp32_half and ggmlx_ue4m3_to_fp32, are the formats' own
+ * (quant/quant-legacy.h) */
 
 #define GGMLX_VEC_DOT_ARGS                                                                                     \
     int n, float * restrict s, size_t bs, const void * restrict vx, size_t bx, const void * restrict vy,      \
