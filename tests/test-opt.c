@@ -390,3 +390,26 @@ Test(opt_steps, prepare_alloc_each_step_trains_like_static_graphs, .init = sims,
     ggml_backend_sched_free(s);
     ggml_backend_free(cpu);
 }
+
+static struct ggml_opt_optimizer_params huge_rate(void * ud) {
+    (void) ud;
+    struct ggml_opt_optimizer_params p = ggml_opt_get_default_optimizer_params(NULL);
+    p.sgd.alpha = 1e30f;
+    return p;
+}
+
+Test(opt_fit, a_loss_that_turns_nan_is_reported_and_stops_the_fit, .init = sims, .timeout = 120) {
+    ggml_backend_t cpu = ggml_backend_cpu_init();
+    ggml_backend_sched_t s = ggml_backend_sched_new(&cpu, NULL, 1, GGML_DEFAULT_GRAPH_SIZE, false, false);
+    struct mlp m;
+    mlp_build(&m, cpu, cpu, 1);
+    ggml_opt_dataset_t d = regression_data();
+    ggml_opt_fit(s, m.ctx_c, m.in, m.out, d, GGML_OPT_LOSS_TYPE_MEAN_SQUARED_ERROR, GGML_OPT_OPTIMIZER_TYPE_SGD,
+                 huge_rate, 3, BATCH, 0.0f, true);
+    cr_assert_not_null(ggmlx_last_error());
+    cr_assert_not_null(strstr(ggmlx_last_error(), "the loss is"), "%s", ggmlx_last_error());
+    ggml_opt_dataset_free(d);
+    mlp_free(&m);
+    ggml_backend_sched_free(s);
+    ggml_backend_free(cpu);
+}

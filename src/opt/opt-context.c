@@ -679,6 +679,12 @@ static bool add_to_result(ggml_opt_context_t o, ggml_opt_result_t r) {
     }
     float loss;
     ggml_backend_tensor_get(o->loss, &loss, 0, sizeof loss);
+    if (!isfinite(loss)) {
+        /* training has diverged (or the data holds NaN): say so rather than average it away */
+        ggmlx_error("ggml_opt_eval", "the loss is %g after %lld optimizer steps (a learning rate too high, or NaN "
+                    "in the data); the result keeps what came before", (double) loss, (long long) (o->iter - 1));
+        return false;
+    }
     int32_t * pred = NULL;
     if (o->pred != NULL) {
         pred = malloc((size_t) ndata * sizeof *pred);
