@@ -413,3 +413,38 @@ Test(opt_fit, a_loss_that_turns_nan_is_reported_and_stops_the_fit, .init = sims,
     ggml_backend_sched_free(s);
     ggml_backend_free(cpu);
 }
+
+/* the scheduler refuses an AdamW step whose moments live where the step's device cannot update them */
+Test(opt_sched, adamw_moments_on_another_device_are_refused, .init = sims) {
+    ggml_backend_t be[3] = { ggml_backend_dev_init(ggml_backend_dev_by_name("SIM0"), NULL),
+                             ggml_backend_dev_init(ggml_backend_dev_by_name("SIM1"), NULL), ggml_backend_cpu_init() };
+    ggml_backend_sched_t s = ggml_backend_sched_new(be, NULL, 3, 256, false, false);
+    struct ggml_init_params ip = { 16 * ggml_tensor_overhead() + ggml_graph_overhead(), NULL, true };
+    struct ggml_context * c1 = ggml_init(ip), * c0 = ggml_init(ip), * cc = ggml_init(ip);
+    struct ggml_tensor * w = ggml_new_tensor_1d(c1, GGML_TYPE_F32, 8);
+    struct ggml_tensor * g = ggml_new_tensor_1d(c1, GGML_TYPE_F32, 8);
+    struct ggml_tensor * m = ggml_new_tensor_1d(c0, GGML_TYPE_F32, 8);
+    struct ggml_tensor * v = ggml_new_tensor_1d(c0, GGML_TYPE_F32, 8);
+    struct ggml_tensor * p = ggml_new_tensor_1d(cc, GGML_TYPE_F32, 7);
+    ggml_set_name(m, "m");
+    ggml_set_param(w);
+    ggml_backend_buffer_t b1 = ggml_backend_alloc_ctx_tensors(c1, be[1]);
+    ggml_backend_buffer_t b0 = ggml_backend_alloc_ctx_tensors(c0, be[0]);
+    ggml_backend_buffer_t bc = ggml_backend_alloc_ctx_tensors(cc, be[2]);
+    struct ggml_cgraph * gr = ggml_new_graph(cc);
+    ggml_build_forward_expand(gr, ggml_opt_step_adamw(cc, w, g, m, v, p));
+    /* SIM1 cannot use SIM0's memory: the step would update a copy of m */
+    cr_assert(!ggml_backend_supports_buft(be[1], ggml_backend_buffer_get_type(b0)));
+    cr_assert(!ggml_backend_sched_alloc_graph(s, gr));
+    cr_assert_not_null(strstr(ggmlx_last_error(), "updates 'm' in place"), "%s", ggmlx_last_error());
+    ggml_backend_sched_free(s);
+    ggml_backend_buffer_free(bc);
+    ggml_backend_buffer_free(b0);
+    ggml_backend_buffer_free(b1);
+    ggml_free(cc);
+    ggml_free(c0);
+    ggml_free(c1);
+    for (int i = 0; i < 3; i++) {
+        ggml_backend_free(be[i]);
+    }
+}
