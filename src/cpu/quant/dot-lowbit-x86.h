@@ -1,0 +1,316 @@
+/*
+ * dot-lowbit-x86.h -- the dot products of the 1- to 2-bit formats (Q1_0, Q2_0, TQ1_0, TQ2_0,
+ * IQ1_S, IQ1_M) on 256-bit vectors, compiled with dot-x86.h (after it: it uses that file's
+ * helpers) for each x86 variant. With QX_VNNI (the AVX-512 build) the byte sums are vpdpbusd and
+ * bit masks are mask registers; without it they go through 16-bit multiply-adds.
+ *
+ * The weights are turned into small unsigned bytes u (0..3) wherever the format allows, so that
+ * the byte products take y as it is: a format whose values are u - 1 gets the activations' sum
+ * subtracted once per block (Q8_K keeps it in bsums; for Q8_0 it is one more byte sum).
+ */
+
+/* ---- shared helpers ------------------------------------------------------------------------- */
+
+/* the sums of u x y over each group of four bytes, u unsigned (<= 3), y signed */
+static inline __m256i QX(lb_dot4)(__m256i u, __m256i y) {
+#if QX_VNNI
+    return _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, y);
+#else
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(u, y), _mm256_set1_epi16(1));
+#endif
+}
+
+/* byte-wise x * 3 (mod 256) */
+static inline __m256i QX(lb_times3)(__m256i x) { return _mm256_add_epi8(x, _mm256_add_epi8(x, x)); }
+
+/* the leading trit of each byte b, floor(3 b / 256) = (b >= 86) + (b >= 171) */
+static inline __m256i QX(lb_top_trit)(__m256i b) {
+#if QX_VNNI
+    const __m256i   one = _mm256_set1_epi8(1);
+    const __mmask32 k1  = _mm256_cmpge_epu8_mask(b, _mm256_set1_epi8(86));
+    const __mmask32 k2  = _mm256_cmpge_epu8_mask(b, _mm256_set1_epi8((char)171));
+    const __m256i   t1  = _mm256_maskz_mov_epi8(k1, one);
+    return _mm256_mask_add_epi8(t1, k2, t1, one);
+#else
+    /* no unsigned byte compare: flip the top bit and compare signed */
+    const __m256i s  = _mm256_xor_si256(b, _mm256_set1_epi8((char)0x80));
+    const __m256i m1 = _mm256_cmpgt_epi8(s, _mm256_set1_epi8(85 - 128));
+    const __m256i m2 = _mm256_cmpgt_epi8(s, _mm256_set1_epi8(170 - 128));
+    return _mm256_sub_epi8(_mm256_setzero_si256(), _mm256_add_epi8(m1, m2));
+#endif
+}
+
+/* ---- Q1_0: 128 elements of +-d, four Q8_0 blocks -------------------------------------------- */
+
+/* y negated where the bits at p are set (bit j of byte l is element 8 l + j) */
+static inline __m256i QX(lb_neg_where_set)(__m256i y, const uint8_t * p) {
+    uint32_t bits;
+    memcpy(&bits, p, sizeof(bits));
+#if QX_VNNI
+    return _mm256_mask_sub_epi8(y, (__mmask32)bits, _mm256_setzero_si256(), y);
+#else
+    const __m256i spread = _mm256_shuffle_epi8(_mm256_set1_epi32((int)bits),
+                                               _mm256_set_epi64x(0x0303030303030303ll, 0x0202020202020202ll,
+                                                                 0x0101010101010101ll, 0x0000000000000000ll));
+    const __m256i sel    = _mm256_set1_epi64x((long long)0x8040201008040201ull);
+    const __m256i neg    = _mm256_cmpeq_epi8(_mm256_and_si256(spread, sel), sel);
+    return _mm256_sub_epi8(_mm256_xor_si256(y, neg), neg);
+#endif
+}
+
+/* a set bit is +1, a clear one -1: the sum is minus that of y negated where the bit is set */
+static void QX(vec_dot_q1_0_q8_0)(GGMLX_VEC_DOT_ARGS) {
+    GGMLX_VEC_DOT_UNUSED;
+    const block_q1_0 * restrict x    = vx;
+    const block_q8_0 * restrict y    = vy;
+    const int                   nb   = n / QK1_0;
+    const __m256i               ones = _mm256_set1_epi8(1);
+    __m256                      acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+    for (int i = 0; i < nb; i++) {
+        const float                 dx = -QX(h2f)(x[i].d);
+        const block_q8_0 * restrict yb = y + 4 * i;
+        __m256i                     p[4];
+        for (int b = 0; b < 4; b++) {
+            p[b] = QX(lb_dot4)(ones, QX(lb_neg_where_set)(_mm256_loadu_si256((const __m256i *)yb[b].qs), x[i].qs + 4 * b));
+        }
+        acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p[0]), _mm256_set1_ps(dx * QX(h2f)(yb[0].d)), acc0);
+        acc1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p[1]), _mm256_set1_ps(dx * QX(h2f)(yb[1].d)), acc1);
+        acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p[2]), _mm256_set1_ps(dx * QX(h2f)(yb[2].d)), acc0);
+        acc1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p[3]), _mm256_set1_ps(dx * QX(h2f)(yb[3].d)), acc1);
+    }
+    *s = QX(hsum_ps)(_mm256_add_ps(acc0, acc1));
+}
+
+/* ---- Q2_0: 64 elements of d (u - 1), u two bits, two Q8_0 blocks ---------------------------- */
+
+/*
+ * The 32 values of 8 bytes (four per byte, lowest bits first) as bytes in element order: each
+ * 128-bit lane takes its four source bytes into all four dwords, dword k shifted right by 2 k,
+ * so that byte i of dword k is element 4 i + k; a byte shuffle puts it at 4 i + k.
+ */
+static inline __m256i QX(lb_crumbs32)(__m256i q, __m256i pick) {
+    const __m256i d = _mm256_permutevar8x32_epi32(q, pick);
+    const __m256i t = _mm256_and_si256(_mm256_srlv_epi32(d, _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6)), _mm256_set1_epi8(3));
+    return _mm256_shuffle_epi8(t, _mm256_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15, 0, 4, 8, 12, 1, 5,
+                                                   9, 13, 2, 6, 10, 14, 3, 7, 11, 15));
+}
+
+static void QX(vec_dot_q2_0_q8_0)(GGMLX_VEC_DOT_ARGS) {
+    GGMLX_VEC_DOT_UNUSED;
+    const block_q2_0 * restrict x     = vx;
+    const block_q8_0 * restrict y     = vy;
+    const int                   nb    = n / QK2_0;
+    const __m256i               ones  = _mm256_set1_epi8(1);
+    const __m256i               pick0 = _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1);
+    const __m256i               pick1 = _mm256_setr_epi32(2, 2, 2, 2, 3, 3, 3, 3);
+    __m256                      acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+    for (int i = 0; i < nb; i++) {
+        const float                 dx = QX(h2f)(x[i].d);
+        const block_q8_0 * restrict yb = y + 2 * i;
+        const __m256i               q  = _mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)x[i].qs));
+        const __m256i               y0 = _mm256_loadu_si256((const __m256i *)yb[0].qs);
+        const __m256i               y1 = _mm256_loadu_si256((const __m256i *)yb[1].qs);
+        const __m256i p0 = _mm256_sub_epi32(QX(lb_dot4)(QX(lb_crumbs32)(q, pick0), y0), QX(lb_dot4)(ones, y0));
+        const __m256i p1 = _mm256_sub_epi32(QX(lb_dot4)(QX(lb_crumbs32)(q, pick1), y1), QX(lb_dot4)(ones, y1));
+        acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p0), _mm256_set1_ps(dx * QX(h2f)(yb[0].d)), acc0);
+        acc1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p1), _mm256_set1_ps(dx * QX(h2f)(yb[1].d)), acc1);
+    }
+    *s = QX(hsum_ps)(_mm256_add_ps(acc0, acc1));
+}
+
+/* ---- TQ2_0 and TQ1_0: ternary d (u - 1), u in 0..2, with Q8_K -------------------------------- */
+
+/* the block's sum of u x y less that of y, as 32-bit lanes; 16-bit partial sums without VNNI
+ * (each u x y pair is at most 2 * 2 * 127, eight of them fit) */
+#if QX_VNNI
+#    define QX_LB_ACC_T          __m256i
+#    define QX_LB_ACC(acc, u, y) ((acc) = _mm256_dpbusd_epi32((acc), (u), (y)))
+#    define QX_LB_ACC_DONE(acc)  (acc)
+#else
+#    define QX_LB_ACC_T          __m256i
+#    define QX_LB_ACC(acc, u, y) ((acc) = _mm256_add_epi16((acc), _mm256_maddubs_epi16((u), (y))))
+#    define QX_LB_ACC_DONE(acc)  _mm256_madd_epi16((acc), _mm256_set1_epi16(1))
+#endif
+
+/* minus the sum of y, as 32-bit lanes, from the block's 16 sums */
+static inline __m256i QX(lb_minus_ysum)(const int16_t * bsums) {
+    return _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)bsums), _mm256_set1_epi16(-1));
+}
+
+static void QX(vec_dot_tq2_0_q8_K)(GGMLX_VEC_DOT_ARGS) {
+    GGMLX_VEC_DOT_UNUSED;
+    const block_tq2_0 * restrict x   = vx;
+    const block_q8_K * restrict  y   = vy;
+    const int                    nb  = n / QK_K;
+    const __m256i                m3  = _mm256_set1_epi8(3);
+    __m256                       acc = _mm256_setzero_ps();
+    for (int i = 0; i < nb; i++) {
+        QX_LB_ACC_T a0 = _mm256_setzero_si256(), a1 = _mm256_setzero_si256();
+        for (int g = 0; g < 2; g++) {
+            const __m256i  q  = _mm256_loadu_si256((const __m256i *)(x[i].qs + 32 * g));
+            const int8_t * yq = y[i].qs + 128 * g;
+            QX_LB_ACC(a0, _mm256_and_si256(q, m3), _mm256_loadu_si256((const __m256i *)yq));
+            QX_LB_ACC(a1, _mm256_and_si256(_mm256_srli_epi16(q, 2), m3), _mm256_loadu_si256((const __m256i *)(yq + 32)));
+            QX_LB_ACC(a0, _mm256_and_si256(_mm256_srli_epi16(q, 4), m3), _mm256_loadu_si256((const __m256i *)(yq + 64)));
+            QX_LB_ACC(a1, _mm256_and_si256(_mm256_srli_epi16(q, 6), m3), _mm256_loadu_si256((const __m256i *)(yq + 96)));
+        }
+        const __m256i sumi = _mm256_add_epi32(_mm256_add_epi32(QX_LB_ACC_DONE(a0), QX_LB_ACC_DONE(a1)),
+                                              QX(lb_minus_ysum)(y[i].bsums));
+        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sumi), _mm256_set1_ps(QX(h2f)(x[i].d) * y[i].d), acc);
+    }
+    *s = QX(hsum_ps)(acc);
+}
+
+/*
+ * TQ1_0: qs[0..31] hold five trits each (elements 32 k + m), qs[32..47] five each (160 + 16 k + m)
+ * and qh four each (240 + 4 k + m); trit k of a byte is the leading trit of the byte times 3^k
+ * (mod 256). The products are formed by byte additions in the order the activations lie:
+ * 32-byte vectors c0..c4 are qs[0..31] times 1 .. 81, c5 = [qs[32..47] | x3], c6 = [x9 | x27],
+ * c7 = [x81 | qh x 1, 3, 9, 27].
+ */
+static void QX(vec_dot_tq1_0_q8_K)(GGMLX_VEC_DOT_ARGS) {
+    GGMLX_VEC_DOT_UNUSED;
+    const block_tq1_0 * restrict x   = vx;
+    const block_q8_K * restrict  y   = vy;
+    const int                    nb  = n / QK_K;
+    __m256                       acc = _mm256_setzero_ps();
+    for (int i = 0; i < nb; i++) {
+        const int8_t * yq = y[i].qs;
+        uint32_t       qh;
+        memcpy(&qh, x[i].qh, sizeof(qh));
+        QX_LB_ACC_T a0 = _mm256_setzero_si256(), a1 = _mm256_setzero_si256();
+        __m256i     c  = _mm256_loadu_si256((const __m256i *)x[i].qs);
+        QX_LB_ACC(a0, QX(lb_top_trit)(c), _mm256_loadu_si256((const __m256i *)yq));
+        c = QX(lb_times3)(c);
+        QX_LB_ACC(a1, QX(lb_top_trit)(c), _mm256_loadu_si256((const __m256i *)(yq + 32)));
+        c = QX(lb_times3)(c);
+        QX_LB_ACC(a0, QX(lb_top_trit)(c), _mm256_loadu_si256((const __m256i *)(yq + 64)));
+        c = QX(lb_times3)(c);
+        QX_LB_ACC(a1, QX(lb_top_trit)(c), _mm256_loadu_si256((const __m256i *)(yq + 96)));
+        c = QX(lb_times3)(c);
+        QX_LB_ACC(a0, QX(lb_top_trit)(c), _mm256_loadu_si256((const __m256i *)(yq + 128)));
+        /* r = [qs[32..47] | qh in all four dwords], then its multiples by 3, 9, 27, 81 */
+        const __m256i r1  = _mm256_set_m128i(_mm_set1_epi32((int)qh), _mm_loadu_si128((const __m128i *)(x[i].qs + 32)));
+        const __m256i r3  = QX(lb_times3)(r1);
+        const __m256i r9  = QX(lb_times3)(r3);
+        const __m256i r27 = QX(lb_times3)(r9);
+        const __m256i r81 = QX(lb_times3)(r27);
+        const __m256i c5  = _mm256_permute2x128_si256(r1, r3, 0x20);
+        const __m256i c6  = _mm256_permute2x128_si256(r9, r27, 0x20);
+        /* the high lane: dword 4 of r1, 5 of r3, 6 of r9, 7 of r27 */
+        const __m256i h   = _mm256_blend_epi32(_mm256_blend_epi32(r1, r3, 0x20), _mm256_blend_epi32(r9, r27, 0x80), 0xc0);
+        const __m256i c7  = _mm256_blend_epi32(r81, h, 0xf0);
+        QX_LB_ACC(a1, QX(lb_top_trit)(c5), _mm256_loadu_si256((const __m256i *)(yq + 160)));
+        QX_LB_ACC(a0, QX(lb_top_trit)(c6), _mm256_loadu_si256((const __m256i *)(yq + 192)));
+        QX_LB_ACC(a1, QX(lb_top_trit)(c7), _mm256_loadu_si256((const __m256i *)(yq + 224)));
+        const __m256i sumi = _mm256_add_epi32(_mm256_add_epi32(QX_LB_ACC_DONE(a0), QX_LB_ACC_DONE(a1)),
+                                              QX(lb_minus_ysum)(y[i].bsums));
+        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sumi), _mm256_set1_ps(QX(h2f)(x[i].d) * y[i].d), acc);
+    }
+    *s = QX(hsum_ps)(acc);
+}
+
+#undef QX_LB_ACC_T
+#undef QX_LB_ACC
+#undef QX_LB_ACC_DONE
+
+/* ---- IQ1_S and IQ1_M: 8-value grid entries of -1, 0, 1 plus a signed delta of 1/8 ----------- */
+
+static inline __m256i QX(lb_grid4)(int i0, int i1, int i2, int i3) {
+    return _mm256_set_epi64x((long long)ggmlx_iq1s_grid[i3], (long long)ggmlx_iq1s_grid[i2],
+                             (long long)ggmlx_iq1s_grid[i1], (long long)ggmlx_iq1s_grid[i0]);
+}
+
+/* the 16-bit products of grid values w (-1, 0, 1) with y, summed in pairs */
+static inline __m256i QX(lb_grid_pairs)(__m256i w, __m256i y) {
+    return _mm256_maddubs_epi16(_mm256_abs_epi8(w), _mm256_sign_epi8(y, w));
+}
+
+/*
+ * IQ1_S: per 32-element group, an odd scale ls and a delta sign in qh[g]. The grid products,
+ * times 8 ls, and the delta's ls times +-1 times the group's activation sum (two bsums) give the
+ * block's sum times 8 in integers.
+ */
+static void QX(vec_dot_iq1_s_q8_K)(GGMLX_VEC_DOT_ARGS) {
+    GGMLX_VEC_DOT_UNUSED;
+    const block_iq1_s * restrict x   = vx;
+    const block_q8_K * restrict  y   = vy;
+    const int                    nb  = n / QK_K;
+    __m256                       acc = _mm256_setzero_ps();
+    for (int i = 0; i < nb; i++) {
+        /* the eight scales (2 ls) and the bsums' weights: +-ls, each twice */
+        const __m128i qh   = _mm_loadu_si128((const __m128i *)x[i].qh);
+        const __m128i ls   = _mm_or_si128(_mm_slli_epi16(_mm_and_si128(_mm_srli_epi16(qh, 12), _mm_set1_epi16(7)), 1),
+                                          _mm_set1_epi16(1));
+        const __m128i neg  = _mm_srai_epi16(qh, 15);
+        const __m128i sls  = _mm_sub_epi16(_mm_xor_si128(ls, neg), neg);
+        const __m256i wsum = _mm256_set_m128i(_mm_unpackhi_epi16(sls, sls), _mm_unpacklo_epi16(sls, sls));
+        const __m256i ls16 = _mm256_slli_epi16(_mm256_broadcastsi128_si256(ls), 3);
+        __m256i       sumi = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)y[i].bsums), wsum);
+        for (int g = 0; g < QK_K / 32; g++) {
+            const uint8_t * q  = x[i].qs + 4 * g;
+            const int       h  = x[i].qh[g];
+            const __m256i   w  = QX(lb_grid4)(q[0] | ((h << 8) & 0x700), q[1] | ((h << 5) & 0x700), q[2] | ((h << 2) & 0x700),
+                                              q[3] | ((h >> 1) & 0x700));
+            /* word g of the scales in every word */
+            const __m256i   sc = _mm256_shuffle_epi8(ls16, _mm256_set1_epi16((short)(0x0100 + 0x0202 * g)));
+            sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(QX(lb_grid_pairs)(w, _mm256_loadu_si256((const __m256i *)(y[i].qs + 32 * g))), sc));
+        }
+        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sumi), _mm256_set1_ps(0.125f * QX(h2f)(x[i].d) * y[i].d), acc);
+    }
+    *s = QX(hsum_ps)(acc);
+}
+
+/*
+ * IQ1_M: each 8-value entry has its own delta sign (bit 3 of its qh nibble) and each 16 values
+ * their own scale; 8 w + delta sign is in -9 .. 9, so one product per byte carries both parts.
+ * The 16 scales: word g of the low lane is half 2 g's, of the high lane half 2 g + 1's, so that
+ * one in-lane shuffle gives a group both of its scales.
+ */
+static void QX(vec_dot_iq1_m_q8_K)(GGMLX_VEC_DOT_ARGS) {
+    GGMLX_VEC_DOT_UNUSED;
+    const block_iq1_m * restrict x    = vx;
+    const block_q8_K * restrict  y    = vy;
+    const int                    nb   = n / QK_K;
+    const __m256i                f8   = _mm256_set1_epi8((char)0xf8);
+    const __m256i                ones = _mm256_set1_epi8(1);
+    /* delta bits: entries 0-1 of a group in the low lane (bits 3, 7 of the first qh byte), 2-3 high */
+    const __m256i dsel  = _mm256_setr_epi64x(0x0808080808080808ll, (long long)0x8080808080808080ull, 0x0808080808080808ll,
+                                             (long long)0x8080808080808080ull);
+    const __m256i dpick = _mm256_setr_epi64x(0, 0, 0x0101010101010101ll, 0x0101010101010101ll);
+    /* the scale words: sc[g / 2] >> (6 (g % 2)) low, >> (6 (g % 2) + 3) high, via x 2^(9 - shift) >> 9 */
+    const __m256i spick = _mm256_setr_epi8(0, 1, 0, 1, 2, 3, 2, 3, 4, 5, 4, 5, 6, 7, 6, 7, 0, 1, 0, 1, 2, 3, 2, 3, 4, 5, 4,
+                                           5, 6, 7, 6, 7);
+    const __m256i smul  = _mm256_setr_epi16(512, 8, 512, 8, 512, 8, 512, 8, 64, 1, 64, 1, 64, 1, 64, 1);
+    __m256        acc   = _mm256_setzero_ps();
+    for (int i = 0; i < nb; i++) {
+        uint64_t sc64;
+        memcpy(&sc64, x[i].scales, sizeof(sc64));
+        const uint16_t dbits = (uint16_t)(((sc64 >> 12) & 0x000f) | ((sc64 >> 24) & 0x00f0) | ((sc64 >> 36) & 0x0f00) |
+                                          ((sc64 >> 48) & 0xf000));
+        const __m256i  s3    = _mm256_shuffle_epi8(_mm256_set1_epi64x((long long)sc64), spick);
+        const __m256i  s7    = _mm256_and_si256(_mm256_srli_epi16(_mm256_mullo_epi16(s3, smul), 9), _mm256_set1_epi16(7));
+        const __m256i  ls16  = _mm256_or_si256(_mm256_slli_epi16(s7, 1), _mm256_set1_epi16(1));
+        __m256i        sumi  = _mm256_setzero_si256();
+        for (int g = 0; g < QK_K / 32; g++) {
+            const uint8_t * q  = x[i].qs + 4 * g;
+            const int       h0 = x[i].qh[2 * g], h1 = x[i].qh[2 * g + 1];
+            const __m256i   w  = QX(lb_grid4)(q[0] | ((h0 << 8) & 0x700), q[1] | ((h0 << 4) & 0x700), q[2] | ((h1 << 8) & 0x700),
+                                              q[3] | ((h1 << 4) & 0x700));
+            /* +-1 per entry (-1 where its delta bit is set) */
+            const __m256i   hb = _mm256_shuffle_epi8(_mm256_set1_epi16((short)(h0 | (h1 << 8))), dpick);
+            const __m256i   sd = _mm256_or_si256(_mm256_cmpeq_epi8(_mm256_and_si256(hb, dsel), dsel), ones);
+            const __m256i   w8 = _mm256_add_epi8(_mm256_and_si256(_mm256_slli_epi16(w, 3), f8), sd);
+            const __m256i   sc = _mm256_shuffle_epi8(ls16, _mm256_set1_epi16((short)(0x0100 + 0x0202 * g)));
+            sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(QX(lb_grid_pairs)(w8, _mm256_loadu_si256((const __m256i *)(y[i].qs + 32 * g))), sc));
+        }
+        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sumi), _mm256_set1_ps(0.125f * QX(h2f)(dbits) * y[i].d), acc);
+    }
+    *s = QX(hsum_ps)(acc);
+}
+
+static const struct ggmlx_qdot_entry QX(lowbit_entries)[] = {
+    { GGML_TYPE_Q1_0, NULL, QX(vec_dot_q1_0_q8_0) },   { GGML_TYPE_Q2_0, NULL, QX(vec_dot_q2_0_q8_0) },
+    { GGML_TYPE_TQ1_0, NULL, QX(vec_dot_tq1_0_q8_K) }, { GGML_TYPE_TQ2_0, NULL, QX(vec_dot_tq2_0_q8_K) },
+    { GGML_TYPE_IQ1_S, NULL, QX(vec_dot_iq1_s_q8_K) }, { GGML_TYPE_IQ1_M, NULL, QX(vec_dot_iq1_m_q8_K) },
+};
