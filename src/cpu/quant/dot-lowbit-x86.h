@@ -221,6 +221,8 @@ static inline __m256i QX(lb_grid4)(int i0, int i1, int i2, int i3) {
                              (long long)ggmlx_iq1s_grid[i1], (long long)ggmlx_iq1s_grid[i0]);
 }
 
+#if !QX_VNNI
+/* (the AVX-512 build has its own, below) */
 /* the 16-bit products of grid values w (-1, 0, 1) with y, summed in pairs */
 static inline __m256i QX(lb_grid_pairs)(__m256i w, __m256i y) {
     return _mm256_maddubs_epi16(_mm256_abs_epi8(w), _mm256_sign_epi8(y, w));
@@ -277,7 +279,6 @@ static void QX(vec_dot_iq1_m_q8_K)(GGMLX_VEC_DOT_ARGS) {
     /* delta bits: entries 0-1 of a group in the low lane (bits 3, 7 of the first qh byte), 2-3 high */
     const __m256i dsel  = _mm256_setr_epi64x(0x0808080808080808ll, (long long)0x8080808080808080ull, 0x0808080808080808ll,
                                              (long long)0x8080808080808080ull);
-    const __m256i dpick = _mm256_setr_epi64x(0, 0, 0x0101010101010101ll, 0x0101010101010101ll);
     /* the scale words: sc[g / 2] >> (6 (g % 2)) low, >> (6 (g % 2) + 3) high, via x 2^(9 - shift) >> 9 */
     const __m256i spick = _mm256_setr_epi8(0, 1, 0, 1, 2, 3, 2, 3, 4, 5, 4, 5, 6, 7, 6, 7, 0, 1, 0, 1, 2, 3, 2, 3, 4, 5, 4,
                                            5, 6, 7, 6, 7);
@@ -291,26 +292,152 @@ static void QX(vec_dot_iq1_m_q8_K)(GGMLX_VEC_DOT_ARGS) {
         const __m256i  s3    = _mm256_shuffle_epi8(_mm256_set1_epi64x((long long)sc64), spick);
         const __m256i  s7    = _mm256_and_si256(_mm256_srli_epi16(_mm256_mullo_epi16(s3, smul), 9), _mm256_set1_epi16(7));
         const __m256i  ls16  = _mm256_or_si256(_mm256_slli_epi16(s7, 1), _mm256_set1_epi16(1));
+        const __m256i  qhb   = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)x[i].qh));
         __m256i        sumi  = _mm256_setzero_si256();
         for (int g = 0; g < QK_K / 32; g++) {
             const uint8_t * q  = x[i].qs + 4 * g;
             const int       h0 = x[i].qh[2 * g], h1 = x[i].qh[2 * g + 1];
             const __m256i   w  = QX(lb_grid4)(q[0] | ((h0 << 8) & 0x700), q[1] | ((h0 << 4) & 0x700), q[2] | ((h1 << 8) & 0x700),
                                               q[3] | ((h1 << 4) & 0x700));
-            /* +-1 per entry (-1 where its delta bit is set) */
-            const __m256i   hb = _mm256_shuffle_epi8(_mm256_set1_epi16((short)(h0 | (h1 << 8))), dpick);
-            const __m256i   sd = _mm256_or_si256(_mm256_cmpeq_epi8(_mm256_and_si256(hb, dsel), dsel), ones);
-            const __m256i   w8 = _mm256_add_epi8(_mm256_and_si256(_mm256_slli_epi16(w, 3), f8), sd);
+            /* qh byte 2 g in the low lane, 2 g + 1 in the high one; 8 w, then +-1 per entry (-1 where
+             * its delta bit is set) */
+            const __m256i   hb = _mm256_shuffle_epi8(qhb, _mm256_setr_epi64x(0x0101010101010101ll * (2 * g), 0x0101010101010101ll * (2 * g),
+                                                                             0x0101010101010101ll * (2 * g + 1),
+                                                                             0x0101010101010101ll * (2 * g + 1)));
+            const __m256i   w8 = _mm256_and_si256(_mm256_slli_epi16(w, 3), f8);
+#if QX_VNNI
+            const __mmask32 kd = _mm256_test_epi8_mask(hb, dsel);
+            const __m256i   wd = _mm256_mask_sub_epi8(_mm256_add_epi8(w8, ones), kd, w8, ones);
+#else
+            const __m256i   wd = _mm256_add_epi8(w8, _mm256_or_si256(_mm256_cmpeq_epi8(_mm256_and_si256(hb, dsel), dsel), ones));
+#endif
             const __m256i   sc = _mm256_shuffle_epi8(ls16, _mm256_set1_epi16((short)(0x0100 + 0x0202 * g)));
-            sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(QX(lb_grid_pairs)(w8, _mm256_loadu_si256((const __m256i *)(y[i].qs + 32 * g))), sc));
+            sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(QX(lb_grid_pairs)(wd, _mm256_loadu_si256((const __m256i *)(y[i].qs + 32 * g))), sc));
         }
         acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sumi), _mm256_set1_ps(0.125f * QX(h2f)(dbits) * y[i].d), acc);
     }
     *s = QX(hsum_ps)(acc);
 }
 
+#else
+/*
+ * The AVX-512 build does two groups per 512-bit vector. Without a byte sign instruction at that
+ * width the grid values go in as w + 1 (IQ1_S) or 8 w + delta + 9 (IQ1_M), unsigned, and the
+ * offset comes back through the bsums, which have the 16-element granularity of the scales.
+ */
+static inline __m512i QX(lb_grid8)(const int * e) {
+    return _mm512_inserti64x4(_mm512_castsi256_si512(QX(lb_grid4)(e[0], e[1], e[2], e[3])), QX(lb_grid4)(e[4], e[5], e[6], e[7]), 1);
+}
+
+/* word index vector: word w takes scale `first + w / per` */
+static inline __m512i QX(lb_word_index)(int first, int per) {
+    int16_t idx[32];
+    for (int w = 0; w < 32; w++) {
+        idx[w] = (int16_t)(first + w / per);
+    }
+    return _mm512_loadu_si512(idx);
+}
+
+static void QX(vec_dot_iq1_s_q8_K_zmm)(GGMLX_VEC_DOT_ARGS) {
+    GGMLX_VEC_DOT_UNUSED;
+    const block_iq1_s * restrict x    = vx;
+    const block_q8_K * restrict  y    = vy;
+    const int                    nb   = n / QK_K;
+    const __m512i                ones = _mm512_set1_epi8(1);
+    const __m512i                ix[4] = { QX(lb_word_index)(0, 16), QX(lb_word_index)(2, 16), QX(lb_word_index)(4, 16),
+                                           QX(lb_word_index)(6, 16) };
+    __m256                       acc  = _mm256_setzero_ps();
+    for (int i = 0; i < nb; i++) {
+        /* 8 ls per group for the products of w + 1; the bsums' weights ls (+-1 - 8), each twice */
+        const __m128i qh   = _mm_loadu_si128((const __m128i *)x[i].qh);
+        const __m128i ls   = _mm_or_si128(_mm_slli_epi16(_mm_and_si128(_mm_srli_epi16(qh, 12), _mm_set1_epi16(7)), 1),
+                                          _mm_set1_epi16(1));
+        const __m128i neg  = _mm_srai_epi16(qh, 15);
+        const __m128i sls  = _mm_sub_epi16(_mm_sub_epi16(_mm_xor_si128(ls, neg), neg), _mm_slli_epi16(ls, 3));
+        const __m256i wsum = _mm256_set_m128i(_mm_unpackhi_epi16(sls, sls), _mm_unpacklo_epi16(sls, sls));
+        const __m512i ls8  = _mm512_castsi128_si512(_mm_slli_epi16(ls, 3));
+        __m512i       sumi = _mm512_castsi256_si512(_mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)y[i].bsums), wsum));
+        sumi               = _mm512_maskz_mov_epi32(0x00ff, sumi);
+        for (int p = 0; p < 4; p++) {
+            const uint8_t * q = x[i].qs + 8 * p;
+            const int       h0 = x[i].qh[2 * p], h1 = x[i].qh[2 * p + 1];
+            const int       e[8] = { q[0] | ((h0 << 8) & 0x700), q[1] | ((h0 << 5) & 0x700), q[2] | ((h0 << 2) & 0x700),
+                                     q[3] | ((h0 >> 1) & 0x700), q[4] | ((h1 << 8) & 0x700), q[5] | ((h1 << 5) & 0x700),
+                                     q[6] | ((h1 << 2) & 0x700), q[7] | ((h1 >> 1) & 0x700) };
+            const __m512i   u  = _mm512_add_epi8(QX(lb_grid8)(e), ones);
+            const __m512i   pr = _mm512_maddubs_epi16(u, _mm512_loadu_si512(y[i].qs + 64 * p));
+            sumi = _mm512_add_epi32(sumi, _mm512_madd_epi16(pr, _mm512_permutexvar_epi16(ix[p], ls8)));
+        }
+        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_add_epi32(_mm512_castsi512_si256(sumi), _mm512_extracti64x4_epi64(sumi, 1))),
+                              _mm256_set1_ps(0.125f * QX(h2f)(x[i].d) * y[i].d), acc);
+    }
+    *s = QX(hsum_ps)(acc);
+}
+
+static void QX(vec_dot_iq1_m_q8_K_zmm)(GGMLX_VEC_DOT_ARGS) {
+    GGMLX_VEC_DOT_UNUSED;
+    const block_iq1_m * restrict x   = vx;
+    const block_q8_K * restrict  y   = vy;
+    const int                    nb  = n / QK_K;
+    const __m512i                f8  = _mm512_set1_epi8((char)0xf8);
+    const __m512i                c8  = _mm512_set1_epi8(8);
+    const __m512i                c10 = _mm512_set1_epi8(10);
+    /* per 128-bit lane (one qh byte): entry bits 3 and 7 */
+    const __m512i sel  = _mm512_broadcast_i32x4(_mm_set_epi64x((long long)0x8080808080808080ull, 0x0808080808080808ll));
+    const __m512i ix[4] = { QX(lb_word_index)(0, 8), QX(lb_word_index)(4, 8), QX(lb_word_index)(8, 8), QX(lb_word_index)(12, 8) };
+    const __m256i spick = _mm256_setr_epi8(0, 1, 0, 1, 0, 1, 0, 1, 2, 3, 2, 3, 2, 3, 2, 3, 4, 5, 4, 5, 4, 5, 4, 5, 6, 7, 6,
+                                           7, 6, 7, 6, 7);
+    const __m256i sshift = _mm256_setr_epi16(0, 3, 6, 9, 0, 3, 6, 9, 0, 3, 6, 9, 0, 3, 6, 9);
+    __m256        acc   = _mm256_setzero_ps();
+    for (int i = 0; i < nb; i++) {
+        uint64_t sc64;
+        memcpy(&sc64, x[i].scales, sizeof(sc64));
+        const uint16_t dbits = (uint16_t)(((sc64 >> 12) & 0x000f) | ((sc64 >> 24) & 0x00f0) | ((sc64 >> 36) & 0x0f00) |
+                                          ((sc64 >> 48) & 0xf000));
+        /* the 16 scales in order (half j: bits 3 (j % 4) of word j / 4) */
+        const __m256i  s7  = _mm256_and_si256(_mm256_srlv_epi16(_mm256_shuffle_epi8(_mm256_set1_epi64x((long long)sc64), spick), sshift),
+                                              _mm256_set1_epi16(7));
+        const __m256i  ls  = _mm256_or_si256(_mm256_slli_epi16(s7, 1), _mm256_set1_epi16(1));
+        const __m512i  lsz = _mm512_castsi256_si512(ls);
+        const __m512i  qhb = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)x[i].qh));
+        /* the products below carry 9 ls times each half's activation sum too */
+        __m512i        sumi = _mm512_castsi256_si512(_mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)y[i].bsums),
+                                                                       _mm256_mullo_epi16(ls, _mm256_set1_epi16(-9))));
+        sumi               = _mm512_maskz_mov_epi32(0x00ff, sumi);
+        for (int p = 0; p < 4; p++) {
+            const uint8_t * q  = x[i].qs + 8 * p;
+            const uint8_t * h  = x[i].qh + 4 * p;
+            const int       e[8] = { q[0] | ((h[0] << 8) & 0x700), q[1] | ((h[0] << 4) & 0x700), q[2] | ((h[1] << 8) & 0x700),
+                                     q[3] | ((h[1] << 4) & 0x700), q[4] | ((h[2] << 8) & 0x700), q[5] | ((h[2] << 4) & 0x700),
+                                     q[6] | ((h[3] << 8) & 0x700), q[7] | ((h[3] << 4) & 0x700) };
+            /* lane j of hb: qh byte 4 p + j, whose bits 3 and 7 are the deltas of entries 2 j, 2 j + 1 */
+            const __m512i   hb = _mm512_shuffle_epi8(qhb, _mm512_set_epi64(0x0303030303030303ll + 0x0404040404040404ll * p,
+                                                                           0x0303030303030303ll + 0x0404040404040404ll * p,
+                                                                           0x0202020202020202ll + 0x0404040404040404ll * p,
+                                                                           0x0202020202020202ll + 0x0404040404040404ll * p,
+                                                                           0x0101010101010101ll + 0x0404040404040404ll * p,
+                                                                           0x0101010101010101ll + 0x0404040404040404ll * p,
+                                                                           0x0404040404040404ll * p, 0x0404040404040404ll * p));
+            const __mmask64 kd = _mm512_test_epi8_mask(hb, sel);
+            const __m512i   w8 = _mm512_and_si512(_mm512_slli_epi16(QX(lb_grid8)(e), 3), f8);
+            /* 8 w + 9 + (delta sign: -1 where the bit is set) */
+            const __m512i   u  = _mm512_mask_add_epi8(_mm512_add_epi8(w8, c10), kd, w8, c8);
+            const __m512i   pr = _mm512_maddubs_epi16(u, _mm512_loadu_si512(y[i].qs + 64 * p));
+            sumi = _mm512_add_epi32(sumi, _mm512_madd_epi16(pr, _mm512_permutexvar_epi16(ix[p], lsz)));
+        }
+        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_add_epi32(_mm512_castsi512_si256(sumi), _mm512_extracti64x4_epi64(sumi, 1))),
+                              _mm256_set1_ps(0.125f * QX(h2f)(dbits) * y[i].d), acc);
+    }
+    *s = QX(hsum_ps)(acc);
+}
+#endif
+
 static const struct ggmlx_qdot_entry QX(lowbit_entries)[] = {
     { GGML_TYPE_Q1_0, NULL, QX(vec_dot_q1_0_q8_0) },   { GGML_TYPE_Q2_0, NULL, QX(vec_dot_q2_0_q8_0) },
     { GGML_TYPE_TQ1_0, NULL, QX(vec_dot_tq1_0_q8_K) }, { GGML_TYPE_TQ2_0, NULL, QX(vec_dot_tq2_0_q8_K) },
+#if QX_VNNI
+    { GGML_TYPE_IQ1_S, NULL, QX(vec_dot_iq1_s_q8_K_zmm) }, { GGML_TYPE_IQ1_M, NULL, QX(vec_dot_iq1_m_q8_K_zmm) },
+#else
     { GGML_TYPE_IQ1_S, NULL, QX(vec_dot_iq1_s_q8_K) }, { GGML_TYPE_IQ1_M, NULL, QX(vec_dot_iq1_m_q8_K) },
+#endif
 };
