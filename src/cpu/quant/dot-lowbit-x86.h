@@ -338,7 +338,26 @@ static inline __m512i QX(lb_word_index)(int first, int per) {
     return _mm512_loadu_si512(idx);
 }
 
-static void QX(vec_dot_iq1_s_q8_K_zmm)(GGMLX_VEC_DOT_ARGS) {
+/* BMI2's pdep spreads four entries' index bits at once; every AVX-512 CPU has it */
+#    define QX_LB_BMI2 __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni,bmi2")))
+
+/* the four grid indices of a group as 16-bit fields: qs bytes in bits 0-7, qh nibbles' low 3 in 8-10 */
+QX_LB_BMI2 static inline uint64_t QX(lb_iq1m_index4)(const uint8_t * q, const uint8_t * h) {
+    uint32_t q4;
+    uint16_t h2;
+    memcpy(&q4, q, sizeof(q4));
+    memcpy(&h2, h, sizeof(h2));
+    return _pdep_u64(q4, 0x00ff00ff00ff00ffull) | _pdep_u64(h2 & 0x7777u, 0x0f000f000f000f00ull);
+}
+
+/* the same for IQ1_S: the group's 12 low bits of qh, three per entry */
+QX_LB_BMI2 static inline uint64_t QX(lb_iq1s_index4)(const uint8_t * q, uint16_t h) {
+    uint32_t q4;
+    memcpy(&q4, q, sizeof(q4));
+    return _pdep_u64(q4, 0x00ff00ff00ff00ffull) | _pdep_u64(h, 0x0700070007000700ull);
+}
+
+QX_LB_BMI2 static void QX(vec_dot_iq1_s_q8_K_zmm)(GGMLX_VEC_DOT_ARGS) {
     GGMLX_VEC_DOT_UNUSED;
     const block_iq1_s * restrict x    = vx;
     const block_q8_K * restrict  y    = vy;
@@ -359,11 +378,10 @@ static void QX(vec_dot_iq1_s_q8_K_zmm)(GGMLX_VEC_DOT_ARGS) {
         __m512i       sumi = _mm512_castsi256_si512(_mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)y[i].bsums), wsum));
         sumi               = _mm512_maskz_mov_epi32(0x00ff, sumi);
         for (int p = 0; p < 4; p++) {
-            const uint8_t * q = x[i].qs + 8 * p;
-            const int       h0 = x[i].qh[2 * p], h1 = x[i].qh[2 * p + 1];
-            const int       e[8] = { q[0] | ((h0 << 8) & 0x700), q[1] | ((h0 << 5) & 0x700), q[2] | ((h0 << 2) & 0x700),
-                                     q[3] | ((h0 >> 1) & 0x700), q[4] | ((h1 << 8) & 0x700), q[5] | ((h1 << 5) & 0x700),
-                                     q[6] | ((h1 << 2) & 0x700), q[7] | ((h1 >> 1) & 0x700) };
+            const uint8_t * q  = x[i].qs + 8 * p;
+            const uint64_t  a  = QX(lb_iq1s_index4)(q, x[i].qh[2 * p]), b = QX(lb_iq1s_index4)(q + 4, x[i].qh[2 * p + 1]);
+            const int       e[8] = { (int)(a & 0xffff), (int)((a >> 16) & 0xffff), (int)((a >> 32) & 0xffff), (int)(a >> 48),
+                                     (int)(b & 0xffff), (int)((b >> 16) & 0xffff), (int)((b >> 32) & 0xffff), (int)(b >> 48) };
             const __m512i   u  = _mm512_add_epi8(QX(lb_grid8)(e), ones);
             const __m512i   pr = _mm512_maddubs_epi16(u, _mm512_loadu_si512(y[i].qs + 64 * p));
             sumi = _mm512_add_epi32(sumi, _mm512_madd_epi16(pr, _mm512_permutexvar_epi16(ix[p], ls8)));
@@ -374,7 +392,7 @@ static void QX(vec_dot_iq1_s_q8_K_zmm)(GGMLX_VEC_DOT_ARGS) {
     *s = QX(hsum_ps)(acc);
 }
 
-static void QX(vec_dot_iq1_m_q8_K_zmm)(GGMLX_VEC_DOT_ARGS) {
+QX_LB_BMI2 static void QX(vec_dot_iq1_m_q8_K_zmm)(GGMLX_VEC_DOT_ARGS) {
     GGMLX_VEC_DOT_UNUSED;
     const block_iq1_m * restrict x   = vx;
     const block_q8_K * restrict  y   = vy;
@@ -407,9 +425,9 @@ static void QX(vec_dot_iq1_m_q8_K_zmm)(GGMLX_VEC_DOT_ARGS) {
         for (int p = 0; p < 4; p++) {
             const uint8_t * q  = x[i].qs + 8 * p;
             const uint8_t * h  = x[i].qh + 4 * p;
-            const int       e[8] = { q[0] | ((h[0] << 8) & 0x700), q[1] | ((h[0] << 4) & 0x700), q[2] | ((h[1] << 8) & 0x700),
-                                     q[3] | ((h[1] << 4) & 0x700), q[4] | ((h[2] << 8) & 0x700), q[5] | ((h[2] << 4) & 0x700),
-                                     q[6] | ((h[3] << 8) & 0x700), q[7] | ((h[3] << 4) & 0x700) };
+            const uint64_t  a  = QX(lb_iq1m_index4)(q, h), b = QX(lb_iq1m_index4)(q + 4, h + 2);
+            const int       e[8] = { (int)(a & 0xffff), (int)((a >> 16) & 0xffff), (int)((a >> 32) & 0xffff), (int)(a >> 48),
+                                     (int)(b & 0xffff), (int)((b >> 16) & 0xffff), (int)((b >> 32) & 0xffff), (int)(b >> 48) };
             /* lane j of hb: qh byte 4 p + j, whose bits 3 and 7 are the deltas of entries 2 j, 2 j + 1 */
             const __m512i   hb = _mm512_shuffle_epi8(qhb, _mm512_set_epi64(0x0303030303030303ll + 0x0404040404040404ll * p,
                                                                            0x0303030303030303ll + 0x0404040404040404ll * p,
