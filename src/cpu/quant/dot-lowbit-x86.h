@@ -6,7 +6,9 @@
  *
  * The weights are turned into small unsigned bytes u (0..3) wherever the format allows, so that
  * the byte products take y as it is: a format whose values are u - 1 gets the activations' sum
- * subtracted once per block (Q8_K keeps it in bsums; for Q8_0 it is one more byte sum).
+ * subtracted once per block (Q8_K keeps it in bsums; for Q8_0 it is one more byte sum, lane by
+ * lane). The bsums meet the products in other lanes than the ones they cancel, so the Q8_K
+ * kernels add a block's lanes in integers before scaling: all-zero weights give exactly 0.
  */
 
 /* ---- shared helpers ------------------------------------------------------------------------- */
@@ -143,7 +145,7 @@ static void QX(vec_dot_tq2_0_q8_K)(GGMLX_VEC_DOT_ARGS) {
     const block_q8_K * restrict  y   = vy;
     const int                    nb  = n / QK_K;
     const __m256i                m3  = _mm256_set1_epi8(3);
-    __m256                       acc = _mm256_setzero_ps();
+    float                        acc = 0.0f;
     for (int i = 0; i < nb; i++) {
         QX_LB_ACC_T a0 = _mm256_setzero_si256(), a1 = _mm256_setzero_si256();
         for (int g = 0; g < 2; g++) {
@@ -156,9 +158,9 @@ static void QX(vec_dot_tq2_0_q8_K)(GGMLX_VEC_DOT_ARGS) {
         }
         const __m256i sumi = _mm256_add_epi32(_mm256_add_epi32(QX_LB_ACC_DONE(a0), QX_LB_ACC_DONE(a1)),
                                               QX(lb_minus_ysum)(y[i].bsums));
-        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sumi), _mm256_set1_ps(QX(h2f)(x[i].d) * y[i].d), acc);
+        acc += QX(h2f)(x[i].d) * y[i].d * (float)QX(hsum_epi32)(sumi);
     }
-    *s = QX(hsum_ps)(acc);
+    *s = acc;
 }
 
 /*
@@ -173,7 +175,7 @@ static void QX(vec_dot_tq1_0_q8_K)(GGMLX_VEC_DOT_ARGS) {
     const block_tq1_0 * restrict x   = vx;
     const block_q8_K * restrict  y   = vy;
     const int                    nb  = n / QK_K;
-    __m256                       acc = _mm256_setzero_ps();
+    float                        acc = 0.0f;
     for (int i = 0; i < nb; i++) {
         const int8_t * yq = y[i].qs;
         uint32_t       qh;
@@ -205,9 +207,9 @@ static void QX(vec_dot_tq1_0_q8_K)(GGMLX_VEC_DOT_ARGS) {
         QX_LB_ACC(a1, QX(lb_top_trit)(c7), _mm256_loadu_si256((const __m256i *)(yq + 224)));
         const __m256i sumi = _mm256_add_epi32(_mm256_add_epi32(QX_LB_ACC_DONE(a0), QX_LB_ACC_DONE(a1)),
                                               QX(lb_minus_ysum)(y[i].bsums));
-        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sumi), _mm256_set1_ps(QX(h2f)(x[i].d) * y[i].d), acc);
+        acc += QX(h2f)(x[i].d) * y[i].d * (float)QX(hsum_epi32)(sumi);
     }
-    *s = QX(hsum_ps)(acc);
+    *s = acc;
 }
 
 #undef QX_LB_ACC_T
@@ -238,7 +240,7 @@ static void QX(vec_dot_iq1_s_q8_K)(GGMLX_VEC_DOT_ARGS) {
     const block_iq1_s * restrict x   = vx;
     const block_q8_K * restrict  y   = vy;
     const int                    nb  = n / QK_K;
-    __m256                       acc = _mm256_setzero_ps();
+    float                        acc = 0.0f;
     for (int i = 0; i < nb; i++) {
         /* the eight scales (2 ls) and the bsums' weights: +-ls, each twice */
         const __m128i qh   = _mm_loadu_si128((const __m128i *)x[i].qh);
@@ -258,9 +260,9 @@ static void QX(vec_dot_iq1_s_q8_K)(GGMLX_VEC_DOT_ARGS) {
             const __m256i   sc = _mm256_shuffle_epi8(ls16, _mm256_set1_epi16((short)(0x0100 + 0x0202 * g)));
             sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(QX(lb_grid_pairs)(w, _mm256_loadu_si256((const __m256i *)(y[i].qs + 32 * g))), sc));
         }
-        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sumi), _mm256_set1_ps(0.125f * QX(h2f)(x[i].d) * y[i].d), acc);
+        acc += 0.125f * QX(h2f)(x[i].d) * y[i].d * (float)QX(hsum_epi32)(sumi);
     }
-    *s = QX(hsum_ps)(acc);
+    *s = acc;
 }
 
 /*
@@ -283,7 +285,7 @@ static void QX(vec_dot_iq1_m_q8_K)(GGMLX_VEC_DOT_ARGS) {
     const __m256i spick = _mm256_setr_epi8(0, 1, 0, 1, 2, 3, 2, 3, 4, 5, 4, 5, 6, 7, 6, 7, 0, 1, 0, 1, 2, 3, 2, 3, 4, 5, 4,
                                            5, 6, 7, 6, 7);
     const __m256i smul  = _mm256_setr_epi16(512, 8, 512, 8, 512, 8, 512, 8, 64, 1, 64, 1, 64, 1, 64, 1);
-    __m256        acc   = _mm256_setzero_ps();
+    float         acc   = 0.0f;
     for (int i = 0; i < nb; i++) {
         uint64_t sc64;
         memcpy(&sc64, x[i].scales, sizeof(sc64));
@@ -314,9 +316,9 @@ static void QX(vec_dot_iq1_m_q8_K)(GGMLX_VEC_DOT_ARGS) {
             const __m256i   sc = _mm256_shuffle_epi8(ls16, _mm256_set1_epi16((short)(0x0100 + 0x0202 * g)));
             sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(QX(lb_grid_pairs)(wd, _mm256_loadu_si256((const __m256i *)(y[i].qs + 32 * g))), sc));
         }
-        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sumi), _mm256_set1_ps(0.125f * QX(h2f)(dbits) * y[i].d), acc);
+        acc += 0.125f * QX(h2f)(dbits) * y[i].d * (float)QX(hsum_epi32)(sumi);
     }
-    *s = QX(hsum_ps)(acc);
+    *s = acc;
 }
 
 #else
@@ -365,7 +367,7 @@ QX_LB_BMI2 static void QX(vec_dot_iq1_s_q8_K_zmm)(GGMLX_VEC_DOT_ARGS) {
     const __m512i                ones = _mm512_set1_epi8(1);
     const __m512i                ix[4] = { QX(lb_word_index)(0, 16), QX(lb_word_index)(2, 16), QX(lb_word_index)(4, 16),
                                            QX(lb_word_index)(6, 16) };
-    __m256                       acc  = _mm256_setzero_ps();
+    float                        acc  = 0.0f;
     for (int i = 0; i < nb; i++) {
         /* 8 ls per group for the products of w + 1; the bsums' weights ls (+-1 - 8), each twice */
         const __m128i qh   = _mm_loadu_si128((const __m128i *)x[i].qh);
@@ -386,10 +388,9 @@ QX_LB_BMI2 static void QX(vec_dot_iq1_s_q8_K_zmm)(GGMLX_VEC_DOT_ARGS) {
             const __m512i   pr = _mm512_maddubs_epi16(u, _mm512_loadu_si512(y[i].qs + 64 * p));
             sumi = _mm512_add_epi32(sumi, _mm512_madd_epi16(pr, _mm512_permutexvar_epi16(ix[p], ls8)));
         }
-        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_add_epi32(_mm512_castsi512_si256(sumi), _mm512_extracti64x4_epi64(sumi, 1))),
-                              _mm256_set1_ps(0.125f * QX(h2f)(x[i].d) * y[i].d), acc);
+        acc += 0.125f * QX(h2f)(x[i].d) * y[i].d * (float)_mm512_reduce_add_epi32(sumi);
     }
-    *s = QX(hsum_ps)(acc);
+    *s = acc;
 }
 
 QX_LB_BMI2 static void QX(vec_dot_iq1_m_q8_K_zmm)(GGMLX_VEC_DOT_ARGS) {
@@ -406,7 +407,7 @@ QX_LB_BMI2 static void QX(vec_dot_iq1_m_q8_K_zmm)(GGMLX_VEC_DOT_ARGS) {
     const __m256i spick = _mm256_setr_epi8(0, 1, 0, 1, 0, 1, 0, 1, 2, 3, 2, 3, 2, 3, 2, 3, 4, 5, 4, 5, 4, 5, 4, 5, 6, 7, 6,
                                            7, 6, 7, 6, 7);
     const __m256i sshift = _mm256_setr_epi16(0, 3, 6, 9, 0, 3, 6, 9, 0, 3, 6, 9, 0, 3, 6, 9);
-    __m256        acc   = _mm256_setzero_ps();
+    float         acc   = 0.0f;
     for (int i = 0; i < nb; i++) {
         uint64_t sc64;
         memcpy(&sc64, x[i].scales, sizeof(sc64));
@@ -443,10 +444,9 @@ QX_LB_BMI2 static void QX(vec_dot_iq1_m_q8_K_zmm)(GGMLX_VEC_DOT_ARGS) {
             const __m512i   pr = _mm512_maddubs_epi16(u, _mm512_loadu_si512(y[i].qs + 64 * p));
             sumi = _mm512_add_epi32(sumi, _mm512_madd_epi16(pr, _mm512_permutexvar_epi16(ix[p], lsz)));
         }
-        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_add_epi32(_mm512_castsi512_si256(sumi), _mm512_extracti64x4_epi64(sumi, 1))),
-                              _mm256_set1_ps(0.125f * QX(h2f)(dbits) * y[i].d), acc);
+        acc += 0.125f * QX(h2f)(dbits) * y[i].d * (float)_mm512_reduce_add_epi32(sumi);
     }
-    *s = QX(hsum_ps)(acc);
+    *s = acc;
 }
 #endif
 
