@@ -120,6 +120,48 @@ static void QX(vec_dot_q2_0_q8_0)(GGMLX_VEC_DOT_ARGS) {
     *s = QX(hsum_ps)(_mm256_add_ps(acc0, acc1));
 }
 
+/* ---- the Q8_K formats' kernels: per block a vector of 32-bit sums, added in integers ------- */
+
+/* four blocks' lane sums added up, each block apart (exact), as floats */
+static inline __m128 QX(lb_fold4)(__m256i s0, __m256i s1, __m256i s2, __m256i s3) {
+    const __m256i h = _mm256_hadd_epi32(_mm256_hadd_epi32(s0, s1), _mm256_hadd_epi32(s2, s3));
+    return _mm_cvtepi32_ps(_mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1)));
+}
+
+/*
+ * A kernel from BLOCK (a block's sums, as 32-bit lanes) and SCALE (the float it is multiplied
+ * by): four blocks per step have their lanes added together by one fold, the rest one by one.
+ */
+#define QX_LB_Q8K_KERNEL(name, block_t, BLOCK, SCALE)                                                          \
+    static void name(GGMLX_VEC_DOT_ARGS) {                                                                     \
+        GGMLX_VEC_DOT_UNUSED;                                                                                  \
+        const block_t * restrict    x    = vx;                                                                 \
+        const block_q8_K * restrict y    = vy;                                                                 \
+        const int                   nb   = n / QK_K;                                                           \
+        __m128                      acc4 = _mm_setzero_ps();                                                   \
+        float                       acc  = 0.0f;                                                               \
+        int                         i    = 0;                                                                  \
+        for (; i + 3 < nb; i += 4) {                                                                           \
+            const __m128 t = QX(lb_fold4)(BLOCK(x + i, y + i), BLOCK(x + i + 1, y + i + 1), BLOCK(x + i + 2, y + i + 2), \
+                                          BLOCK(x + i + 3, y + i + 3));                                        \
+            acc4 = _mm_fmadd_ps(t, _mm_setr_ps(SCALE(x + i, y + i), SCALE(x + i + 1, y + i + 1), SCALE(x + i + 2, y + i + 2), \
+                                               SCALE(x + i + 3, y + i + 3)), acc4);                            \
+        }                                                                                                      \
+        for (; i < nb; i++) {                                                                                  \
+            acc += SCALE(x + i, y + i) * (float)QX(hsum_epi32)(BLOCK(x + i, y + i));                           \
+        }                                                                                                      \
+        acc4 = _mm_add_ps(acc4, _mm_movehl_ps(acc4, acc4));                                                    \
+        acc4 = _mm_add_ss(acc4, _mm_movehdup_ps(acc4));                                                        \
+        *s   = _mm_cvtss_f32(acc4) + acc;                                                                      \
+    }
+
+/* IQ1_M's super-block scale: the top nibbles of its four scale words */
+static inline ggmlx_half QX(lb_iq1m_d)(const block_iq1_m * x) {
+    uint64_t sc64;
+    memcpy(&sc64, x->scales, sizeof(sc64));
+    return (ggmlx_half)(((sc64 >> 12) & 0x000f) | ((sc64 >> 24) & 0x00f0) | ((sc64 >> 36) & 0x0f00) | ((sc64 >> 48) & 0xf000));
+}
+
 /* ---- TQ2_0 and TQ1_0: ternary d (u - 1), u in 0..2, with Q8_K -------------------------------- */
 
 /* the block's sum of u x y less that of y, as 32-bit lanes; 16-bit partial sums without VNNI
@@ -139,29 +181,26 @@ static inline __m256i QX(lb_minus_ysum)(const int16_t * bsums) {
     return _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)bsums), _mm256_set1_epi16(-1));
 }
 
-static void QX(vec_dot_tq2_0_q8_K)(GGMLX_VEC_DOT_ARGS) {
-    GGMLX_VEC_DOT_UNUSED;
-    const block_tq2_0 * restrict x   = vx;
-    const block_q8_K * restrict  y   = vy;
-    const int                    nb  = n / QK_K;
+/* one block's sums (lanes to be added); inlined, four times per step */
+static inline __attribute__((always_inline)) __m256i QX(lb_block_tq2_0_q8_K)(const block_tq2_0 * restrict x, const block_q8_K * restrict y) {
     const __m256i                m3  = _mm256_set1_epi8(3);
-    float                        acc = 0.0f;
-    for (int i = 0; i < nb; i++) {
-        QX_LB_ACC_T a0 = _mm256_setzero_si256(), a1 = _mm256_setzero_si256();
-        for (int g = 0; g < 2; g++) {
-            const __m256i  q  = _mm256_loadu_si256((const __m256i *)(x[i].qs + 32 * g));
-            const int8_t * yq = y[i].qs + 128 * g;
-            QX_LB_ACC(a0, _mm256_and_si256(q, m3), _mm256_loadu_si256((const __m256i *)yq));
-            QX_LB_ACC(a1, _mm256_and_si256(_mm256_srli_epi16(q, 2), m3), _mm256_loadu_si256((const __m256i *)(yq + 32)));
-            QX_LB_ACC(a0, _mm256_and_si256(_mm256_srli_epi16(q, 4), m3), _mm256_loadu_si256((const __m256i *)(yq + 64)));
-            QX_LB_ACC(a1, _mm256_and_si256(_mm256_srli_epi16(q, 6), m3), _mm256_loadu_si256((const __m256i *)(yq + 96)));
-        }
-        const __m256i sumi = _mm256_add_epi32(_mm256_add_epi32(QX_LB_ACC_DONE(a0), QX_LB_ACC_DONE(a1)),
-                                              QX(lb_minus_ysum)(y[i].bsums));
-        acc += QX(h2f)(x[i].d) * y[i].d * (float)QX(hsum_epi32)(sumi);
+    QX_LB_ACC_T a0 = _mm256_setzero_si256(), a1 = _mm256_setzero_si256();
+    for (int g = 0; g < 2; g++) {
+        const __m256i  q  = _mm256_loadu_si256((const __m256i *)(x[0].qs + 32 * g));
+        const int8_t * yq = y[0].qs + 128 * g;
+        QX_LB_ACC(a0, _mm256_and_si256(q, m3), _mm256_loadu_si256((const __m256i *)yq));
+        QX_LB_ACC(a1, _mm256_and_si256(_mm256_srli_epi16(q, 2), m3), _mm256_loadu_si256((const __m256i *)(yq + 32)));
+        QX_LB_ACC(a0, _mm256_and_si256(_mm256_srli_epi16(q, 4), m3), _mm256_loadu_si256((const __m256i *)(yq + 64)));
+        QX_LB_ACC(a1, _mm256_and_si256(_mm256_srli_epi16(q, 6), m3), _mm256_loadu_si256((const __m256i *)(yq + 96)));
     }
-    *s = acc;
+    const __m256i sumi = _mm256_add_epi32(_mm256_add_epi32(QX_LB_ACC_DONE(a0), QX_LB_ACC_DONE(a1)),
+                                          QX(lb_minus_ysum)(y[0].bsums));
+    return sumi;
 }
+
+static inline float QX(lb_scale_tq2_0_q8_K)(const block_tq2_0 * restrict x, const block_q8_K * restrict y) { return QX(h2f)(x->d) * y->d; }
+
+QX_LB_Q8K_KERNEL(QX(vec_dot_tq2_0_q8_K), block_tq2_0, QX(lb_block_tq2_0_q8_K), QX(lb_scale_tq2_0_q8_K))
 
 /*
  * TQ1_0: qs[0..31] hold five trits each (elements 32 k + m), qs[32..47] five each (160 + 16 k + m)
@@ -170,47 +209,44 @@ static void QX(vec_dot_tq2_0_q8_K)(GGMLX_VEC_DOT_ARGS) {
  * 32-byte vectors c0..c4 are qs[0..31] times 1 .. 81, c5 = [qs[32..47] | x3], c6 = [x9 | x27],
  * c7 = [x81 | qh x 1, 3, 9, 27].
  */
-static void QX(vec_dot_tq1_0_q8_K)(GGMLX_VEC_DOT_ARGS) {
-    GGMLX_VEC_DOT_UNUSED;
-    const block_tq1_0 * restrict x   = vx;
-    const block_q8_K * restrict  y   = vy;
-    const int                    nb  = n / QK_K;
-    float                        acc = 0.0f;
-    for (int i = 0; i < nb; i++) {
-        const int8_t * yq = y[i].qs;
-        uint32_t       qh;
-        memcpy(&qh, x[i].qh, sizeof(qh));
-        QX_LB_ACC_T a0 = _mm256_setzero_si256(), a1 = _mm256_setzero_si256();
-        __m256i     c  = _mm256_loadu_si256((const __m256i *)x[i].qs);
-        QX_LB_ACC(a0, QX(lb_top_trit)(c), _mm256_loadu_si256((const __m256i *)yq));
-        c = QX(lb_times3)(c);
-        QX_LB_ACC(a1, QX(lb_top_trit)(c), _mm256_loadu_si256((const __m256i *)(yq + 32)));
-        c = QX(lb_times3)(c);
-        QX_LB_ACC(a0, QX(lb_top_trit)(c), _mm256_loadu_si256((const __m256i *)(yq + 64)));
-        c = QX(lb_times3)(c);
-        QX_LB_ACC(a1, QX(lb_top_trit)(c), _mm256_loadu_si256((const __m256i *)(yq + 96)));
-        c = QX(lb_times3)(c);
-        QX_LB_ACC(a0, QX(lb_top_trit)(c), _mm256_loadu_si256((const __m256i *)(yq + 128)));
-        /* r = [qs[32..47] | qh in all four dwords], then its multiples by 3, 9, 27, 81 */
-        const __m256i r1  = _mm256_set_m128i(_mm_set1_epi32((int)qh), _mm_loadu_si128((const __m128i *)(x[i].qs + 32)));
-        const __m256i r3  = QX(lb_times3)(r1);
-        const __m256i r9  = QX(lb_times3)(r3);
-        const __m256i r27 = QX(lb_times3)(r9);
-        const __m256i r81 = QX(lb_times3)(r27);
-        const __m256i c5  = _mm256_permute2x128_si256(r1, r3, 0x20);
-        const __m256i c6  = _mm256_permute2x128_si256(r9, r27, 0x20);
-        /* the high lane: dword 4 of r1, 5 of r3, 6 of r9, 7 of r27 */
-        const __m256i h   = _mm256_blend_epi32(_mm256_blend_epi32(r1, r3, 0x20), _mm256_blend_epi32(r9, r27, 0x80), 0xc0);
-        const __m256i c7  = _mm256_blend_epi32(r81, h, 0xf0);
-        QX_LB_ACC(a1, QX(lb_top_trit)(c5), _mm256_loadu_si256((const __m256i *)(yq + 160)));
-        QX_LB_ACC(a0, QX(lb_top_trit)(c6), _mm256_loadu_si256((const __m256i *)(yq + 192)));
-        QX_LB_ACC(a1, QX(lb_top_trit)(c7), _mm256_loadu_si256((const __m256i *)(yq + 224)));
-        const __m256i sumi = _mm256_add_epi32(_mm256_add_epi32(QX_LB_ACC_DONE(a0), QX_LB_ACC_DONE(a1)),
-                                              QX(lb_minus_ysum)(y[i].bsums));
-        acc += QX(h2f)(x[i].d) * y[i].d * (float)QX(hsum_epi32)(sumi);
-    }
-    *s = acc;
+/* one block's sums (lanes to be added); inlined, four times per step */
+static inline __attribute__((always_inline)) __m256i QX(lb_block_tq1_0_q8_K)(const block_tq1_0 * restrict x, const block_q8_K * restrict y) {
+    const int8_t * yq = y[0].qs;
+    uint32_t       qh;
+    memcpy(&qh, x[0].qh, sizeof(qh));
+    QX_LB_ACC_T a0 = _mm256_setzero_si256(), a1 = _mm256_setzero_si256();
+    __m256i     c  = _mm256_loadu_si256((const __m256i *)x[0].qs);
+    QX_LB_ACC(a0, QX(lb_top_trit)(c), _mm256_loadu_si256((const __m256i *)yq));
+    c = QX(lb_times3)(c);
+    QX_LB_ACC(a1, QX(lb_top_trit)(c), _mm256_loadu_si256((const __m256i *)(yq + 32)));
+    c = QX(lb_times3)(c);
+    QX_LB_ACC(a0, QX(lb_top_trit)(c), _mm256_loadu_si256((const __m256i *)(yq + 64)));
+    c = QX(lb_times3)(c);
+    QX_LB_ACC(a1, QX(lb_top_trit)(c), _mm256_loadu_si256((const __m256i *)(yq + 96)));
+    c = QX(lb_times3)(c);
+    QX_LB_ACC(a0, QX(lb_top_trit)(c), _mm256_loadu_si256((const __m256i *)(yq + 128)));
+    /* r = [qs[32..47] | qh in all four dwords], then its multiples by 3, 9, 27, 81 */
+    const __m256i r1  = _mm256_set_m128i(_mm_set1_epi32((int)qh), _mm_loadu_si128((const __m128i *)(x[0].qs + 32)));
+    const __m256i r3  = QX(lb_times3)(r1);
+    const __m256i r9  = QX(lb_times3)(r3);
+    const __m256i r27 = QX(lb_times3)(r9);
+    const __m256i r81 = QX(lb_times3)(r27);
+    const __m256i c5  = _mm256_permute2x128_si256(r1, r3, 0x20);
+    const __m256i c6  = _mm256_permute2x128_si256(r9, r27, 0x20);
+    /* the high lane: dword 4 of r1, 5 of r3, 6 of r9, 7 of r27 */
+    const __m256i h   = _mm256_blend_epi32(_mm256_blend_epi32(r1, r3, 0x20), _mm256_blend_epi32(r9, r27, 0x80), 0xc0);
+    const __m256i c7  = _mm256_blend_epi32(r81, h, 0xf0);
+    QX_LB_ACC(a1, QX(lb_top_trit)(c5), _mm256_loadu_si256((const __m256i *)(yq + 160)));
+    QX_LB_ACC(a0, QX(lb_top_trit)(c6), _mm256_loadu_si256((const __m256i *)(yq + 192)));
+    QX_LB_ACC(a1, QX(lb_top_trit)(c7), _mm256_loadu_si256((const __m256i *)(yq + 224)));
+    const __m256i sumi = _mm256_add_epi32(_mm256_add_epi32(QX_LB_ACC_DONE(a0), QX_LB_ACC_DONE(a1)),
+                                          QX(lb_minus_ysum)(y[0].bsums));
+    return sumi;
 }
+
+static inline float QX(lb_scale_tq1_0_q8_K)(const block_tq1_0 * restrict x, const block_q8_K * restrict y) { return QX(h2f)(x->d) * y->d; }
+
+QX_LB_Q8K_KERNEL(QX(vec_dot_tq1_0_q8_K), block_tq1_0, QX(lb_block_tq1_0_q8_K), QX(lb_scale_tq1_0_q8_K))
 
 #undef QX_LB_ACC_T
 #undef QX_LB_ACC
@@ -235,35 +271,32 @@ static inline __m256i QX(lb_grid_pairs)(__m256i w, __m256i y) {
  * times 8 ls, and the delta's ls times +-1 times the group's activation sum (two bsums) give the
  * block's sum times 8 in integers.
  */
-static void QX(vec_dot_iq1_s_q8_K)(GGMLX_VEC_DOT_ARGS) {
-    GGMLX_VEC_DOT_UNUSED;
-    const block_iq1_s * restrict x   = vx;
-    const block_q8_K * restrict  y   = vy;
-    const int                    nb  = n / QK_K;
-    float                        acc = 0.0f;
-    for (int i = 0; i < nb; i++) {
-        /* the eight scales (2 ls) and the bsums' weights: +-ls, each twice */
-        const __m128i qh   = _mm_loadu_si128((const __m128i *)x[i].qh);
-        const __m128i ls   = _mm_or_si128(_mm_slli_epi16(_mm_and_si128(_mm_srli_epi16(qh, 12), _mm_set1_epi16(7)), 1),
-                                          _mm_set1_epi16(1));
-        const __m128i neg  = _mm_srai_epi16(qh, 15);
-        const __m128i sls  = _mm_sub_epi16(_mm_xor_si128(ls, neg), neg);
-        const __m256i wsum = _mm256_set_m128i(_mm_unpackhi_epi16(sls, sls), _mm_unpacklo_epi16(sls, sls));
-        const __m256i ls16 = _mm256_slli_epi16(_mm256_broadcastsi128_si256(ls), 3);
-        __m256i       sumi = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)y[i].bsums), wsum);
-        for (int g = 0; g < QK_K / 32; g++) {
-            const uint8_t * q  = x[i].qs + 4 * g;
-            const int       h  = x[i].qh[g];
-            const __m256i   w  = QX(lb_grid4)(q[0] | ((h << 8) & 0x700), q[1] | ((h << 5) & 0x700), q[2] | ((h << 2) & 0x700),
-                                              q[3] | ((h >> 1) & 0x700));
-            /* word g of the scales in every word */
-            const __m256i   sc = _mm256_shuffle_epi8(ls16, _mm256_set1_epi16((short)(0x0100 + 0x0202 * g)));
-            sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(QX(lb_grid_pairs)(w, _mm256_loadu_si256((const __m256i *)(y[i].qs + 32 * g))), sc));
-        }
-        acc += 0.125f * QX(h2f)(x[i].d) * y[i].d * (float)QX(hsum_epi32)(sumi);
+/* one block's sums (lanes to be added); inlined, four times per step */
+static inline __attribute__((always_inline)) __m256i QX(lb_block_iq1_s_q8_K)(const block_iq1_s * restrict x, const block_q8_K * restrict y) {
+    /* the eight scales (2 ls) and the bsums' weights: +-ls, each twice */
+    const __m128i qh   = _mm_loadu_si128((const __m128i *)x[0].qh);
+    const __m128i ls   = _mm_or_si128(_mm_slli_epi16(_mm_and_si128(_mm_srli_epi16(qh, 12), _mm_set1_epi16(7)), 1),
+                                      _mm_set1_epi16(1));
+    const __m128i neg  = _mm_srai_epi16(qh, 15);
+    const __m128i sls  = _mm_sub_epi16(_mm_xor_si128(ls, neg), neg);
+    const __m256i wsum = _mm256_set_m128i(_mm_unpackhi_epi16(sls, sls), _mm_unpacklo_epi16(sls, sls));
+    const __m256i ls16 = _mm256_slli_epi16(_mm256_broadcastsi128_si256(ls), 3);
+    __m256i       sumi = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)y[0].bsums), wsum);
+    for (int g = 0; g < QK_K / 32; g++) {
+        const uint8_t * q  = x[0].qs + 4 * g;
+        const int       h  = x[0].qh[g];
+        const __m256i   w  = QX(lb_grid4)(q[0] | ((h << 8) & 0x700), q[1] | ((h << 5) & 0x700), q[2] | ((h << 2) & 0x700),
+                                          q[3] | ((h >> 1) & 0x700));
+        /* word g of the scales in every word */
+        const __m256i   sc = _mm256_shuffle_epi8(ls16, _mm256_set1_epi16((short)(0x0100 + 0x0202 * g)));
+        sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(QX(lb_grid_pairs)(w, _mm256_loadu_si256((const __m256i *)(y[0].qs + 32 * g))), sc));
     }
-    *s = acc;
+    return sumi;
 }
+
+static inline float QX(lb_scale_iq1_s_q8_K)(const block_iq1_s * restrict x, const block_q8_K * restrict y) { return 0.125f * QX(h2f)(x->d) * y->d; }
+
+QX_LB_Q8K_KERNEL(QX(vec_dot_iq1_s_q8_K), block_iq1_s, QX(lb_block_iq1_s_q8_K), QX(lb_scale_iq1_s_q8_K))
 
 /*
  * IQ1_M: each 8-value entry has its own delta sign (bit 3 of its qh nibble) and each 16 values
@@ -271,11 +304,8 @@ static void QX(vec_dot_iq1_s_q8_K)(GGMLX_VEC_DOT_ARGS) {
  * The 16 scales: word g of the low lane is half 2 g's, of the high lane half 2 g + 1's, so that
  * one in-lane shuffle gives a group both of its scales.
  */
-static void QX(vec_dot_iq1_m_q8_K)(GGMLX_VEC_DOT_ARGS) {
-    GGMLX_VEC_DOT_UNUSED;
-    const block_iq1_m * restrict x    = vx;
-    const block_q8_K * restrict  y    = vy;
-    const int                    nb   = n / QK_K;
+/* one block's sums (lanes to be added); inlined, four times per step */
+static inline __attribute__((always_inline)) __m256i QX(lb_block_iq1_m_q8_K)(const block_iq1_m * restrict x, const block_q8_K * restrict y) {
     const __m256i                f8   = _mm256_set1_epi8((char)0xf8);
     const __m256i                ones = _mm256_set1_epi8(1);
     /* delta bits: entries 0-1 of a group in the low lane (bits 3, 7 of the first qh byte), 2-3 high */
@@ -285,41 +315,41 @@ static void QX(vec_dot_iq1_m_q8_K)(GGMLX_VEC_DOT_ARGS) {
     const __m256i spick = _mm256_setr_epi8(0, 1, 0, 1, 2, 3, 2, 3, 4, 5, 4, 5, 6, 7, 6, 7, 0, 1, 0, 1, 2, 3, 2, 3, 4, 5, 4,
                                            5, 6, 7, 6, 7);
     const __m256i smul  = _mm256_setr_epi16(512, 8, 512, 8, 512, 8, 512, 8, 64, 1, 64, 1, 64, 1, 64, 1);
-    float         acc   = 0.0f;
-    for (int i = 0; i < nb; i++) {
-        uint64_t sc64;
-        memcpy(&sc64, x[i].scales, sizeof(sc64));
-        const uint16_t dbits = (uint16_t)(((sc64 >> 12) & 0x000f) | ((sc64 >> 24) & 0x00f0) | ((sc64 >> 36) & 0x0f00) |
-                                          ((sc64 >> 48) & 0xf000));
-        const __m256i  s3    = _mm256_shuffle_epi8(_mm256_set1_epi64x((long long)sc64), spick);
-        const __m256i  s7    = _mm256_and_si256(_mm256_srli_epi16(_mm256_mullo_epi16(s3, smul), 9), _mm256_set1_epi16(7));
-        const __m256i  ls16  = _mm256_or_si256(_mm256_slli_epi16(s7, 1), _mm256_set1_epi16(1));
-        const __m256i  qhb   = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)x[i].qh));
-        __m256i        sumi  = _mm256_setzero_si256();
-        for (int g = 0; g < QK_K / 32; g++) {
-            const uint8_t * q  = x[i].qs + 4 * g;
-            const int       h0 = x[i].qh[2 * g], h1 = x[i].qh[2 * g + 1];
-            const __m256i   w  = QX(lb_grid4)(q[0] | ((h0 << 8) & 0x700), q[1] | ((h0 << 4) & 0x700), q[2] | ((h1 << 8) & 0x700),
-                                              q[3] | ((h1 << 4) & 0x700));
-            /* qh byte 2 g in the low lane, 2 g + 1 in the high one; 8 w, then +-1 per entry (-1 where
-             * its delta bit is set) */
-            const __m256i   hb = _mm256_shuffle_epi8(qhb, _mm256_setr_epi64x(0x0101010101010101ll * (2 * g), 0x0101010101010101ll * (2 * g),
-                                                                             0x0101010101010101ll * (2 * g + 1),
-                                                                             0x0101010101010101ll * (2 * g + 1)));
-            const __m256i   w8 = _mm256_and_si256(_mm256_slli_epi16(w, 3), f8);
+    uint64_t sc64;
+    memcpy(&sc64, x[0].scales, sizeof(sc64));
+    const __m256i  s3    = _mm256_shuffle_epi8(_mm256_set1_epi64x((long long)sc64), spick);
+    const __m256i  s7    = _mm256_and_si256(_mm256_srli_epi16(_mm256_mullo_epi16(s3, smul), 9), _mm256_set1_epi16(7));
+    const __m256i  ls16  = _mm256_or_si256(_mm256_slli_epi16(s7, 1), _mm256_set1_epi16(1));
+    const __m256i  qhb   = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)x[0].qh));
+    __m256i        sumi  = _mm256_setzero_si256();
+    for (int g = 0; g < QK_K / 32; g++) {
+        const uint8_t * q  = x[0].qs + 4 * g;
+        const int       h0 = x[0].qh[2 * g], h1 = x[0].qh[2 * g + 1];
+        const __m256i   w  = QX(lb_grid4)(q[0] | ((h0 << 8) & 0x700), q[1] | ((h0 << 4) & 0x700), q[2] | ((h1 << 8) & 0x700),
+                                          q[3] | ((h1 << 4) & 0x700));
+        /* qh byte 2 g in the low lane, 2 g + 1 in the high one; 8 w, then +-1 per entry (-1 where
+         * its delta bit is set) */
+        const __m256i   hb = _mm256_shuffle_epi8(qhb, _mm256_setr_epi64x(0x0101010101010101ll * (2 * g), 0x0101010101010101ll * (2 * g),
+                                                                         0x0101010101010101ll * (2 * g + 1),
+                                                                         0x0101010101010101ll * (2 * g + 1)));
+        const __m256i   w8 = _mm256_and_si256(_mm256_slli_epi16(w, 3), f8);
 #if QX_VNNI
-            const __mmask32 kd = _mm256_test_epi8_mask(hb, dsel);
-            const __m256i   wd = _mm256_mask_sub_epi8(_mm256_add_epi8(w8, ones), kd, w8, ones);
+        const __mmask32 kd = _mm256_test_epi8_mask(hb, dsel);
+        const __m256i   wd = _mm256_mask_sub_epi8(_mm256_add_epi8(w8, ones), kd, w8, ones);
 #else
-            const __m256i   wd = _mm256_add_epi8(w8, _mm256_or_si256(_mm256_cmpeq_epi8(_mm256_and_si256(hb, dsel), dsel), ones));
+        const __m256i   wd = _mm256_add_epi8(w8, _mm256_or_si256(_mm256_cmpeq_epi8(_mm256_and_si256(hb, dsel), dsel), ones));
 #endif
-            const __m256i   sc = _mm256_shuffle_epi8(ls16, _mm256_set1_epi16((short)(0x0100 + 0x0202 * g)));
-            sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(QX(lb_grid_pairs)(wd, _mm256_loadu_si256((const __m256i *)(y[i].qs + 32 * g))), sc));
-        }
-        acc += 0.125f * QX(h2f)(dbits) * y[i].d * (float)QX(hsum_epi32)(sumi);
+        const __m256i   sc = _mm256_shuffle_epi8(ls16, _mm256_set1_epi16((short)(0x0100 + 0x0202 * g)));
+        sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(QX(lb_grid_pairs)(wd, _mm256_loadu_si256((const __m256i *)(y[0].qs + 32 * g))), sc));
     }
-    *s = acc;
+    return sumi;
 }
+
+static inline float QX(lb_scale_iq1_m_q8_K)(const block_iq1_m * restrict x, const block_q8_K * restrict y) {
+    return 0.125f * QX(h2f)(QX(lb_iq1m_d)(x)) * y->d;
+}
+
+QX_LB_Q8K_KERNEL(QX(vec_dot_iq1_m_q8_K), block_iq1_m, QX(lb_block_iq1_m_q8_K), QX(lb_scale_iq1_m_q8_K))
 
 #else
 /*
@@ -359,45 +389,39 @@ QX_LB_BMI2 static inline uint64_t QX(lb_iq1s_index4)(const uint8_t * q, uint16_t
     return _pdep_u64(q4, 0x00ff00ff00ff00ffull) | _pdep_u64(h, 0x0700070007000700ull);
 }
 
-QX_LB_BMI2 static void QX(vec_dot_iq1_s_q8_K_zmm)(GGMLX_VEC_DOT_ARGS) {
-    GGMLX_VEC_DOT_UNUSED;
-    const block_iq1_s * restrict x    = vx;
-    const block_q8_K * restrict  y    = vy;
-    const int                    nb   = n / QK_K;
+/* one block's sums (lanes to be added); inlined, four times per step */
+QX_LB_BMI2 static inline __attribute__((always_inline)) __m256i QX(lb_block_iq1_s_q8_K_zmm)(const block_iq1_s * restrict x, const block_q8_K * restrict y) {
     const __m512i                ones = _mm512_set1_epi8(1);
     const __m512i                ix[4] = { QX(lb_word_index)(0, 16), QX(lb_word_index)(2, 16), QX(lb_word_index)(4, 16),
                                            QX(lb_word_index)(6, 16) };
-    float                        acc  = 0.0f;
-    for (int i = 0; i < nb; i++) {
-        /* 8 ls per group for the products of w + 1; the bsums' weights ls (+-1 - 8), each twice */
-        const __m128i qh   = _mm_loadu_si128((const __m128i *)x[i].qh);
-        const __m128i ls   = _mm_or_si128(_mm_slli_epi16(_mm_and_si128(_mm_srli_epi16(qh, 12), _mm_set1_epi16(7)), 1),
-                                          _mm_set1_epi16(1));
-        const __m128i neg  = _mm_srai_epi16(qh, 15);
-        const __m128i sls  = _mm_sub_epi16(_mm_sub_epi16(_mm_xor_si128(ls, neg), neg), _mm_slli_epi16(ls, 3));
-        const __m256i wsum = _mm256_set_m128i(_mm_unpackhi_epi16(sls, sls), _mm_unpacklo_epi16(sls, sls));
-        const __m512i ls8  = _mm512_castsi128_si512(_mm_slli_epi16(ls, 3));
-        __m512i       sumi = _mm512_castsi256_si512(_mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)y[i].bsums), wsum));
-        sumi               = _mm512_maskz_mov_epi32(0x00ff, sumi);
-        for (int p = 0; p < 4; p++) {
-            const uint8_t * q  = x[i].qs + 8 * p;
-            const uint64_t  a  = QX(lb_iq1s_index4)(q, x[i].qh[2 * p]), b = QX(lb_iq1s_index4)(q + 4, x[i].qh[2 * p + 1]);
-            const int       e[8] = { (int)(a & 0xffff), (int)((a >> 16) & 0xffff), (int)((a >> 32) & 0xffff), (int)(a >> 48),
-                                     (int)(b & 0xffff), (int)((b >> 16) & 0xffff), (int)((b >> 32) & 0xffff), (int)(b >> 48) };
-            const __m512i   u  = _mm512_add_epi8(QX(lb_grid8)(e), ones);
-            const __m512i   pr = _mm512_maddubs_epi16(u, _mm512_loadu_si512(y[i].qs + 64 * p));
-            sumi = _mm512_add_epi32(sumi, _mm512_madd_epi16(pr, _mm512_permutexvar_epi16(ix[p], ls8)));
-        }
-        acc += 0.125f * QX(h2f)(x[i].d) * y[i].d * (float)_mm512_reduce_add_epi32(sumi);
+    /* 8 ls per group for the products of w + 1; the bsums' weights ls (+-1 - 8), each twice */
+    const __m128i qh   = _mm_loadu_si128((const __m128i *)x[0].qh);
+    const __m128i ls   = _mm_or_si128(_mm_slli_epi16(_mm_and_si128(_mm_srli_epi16(qh, 12), _mm_set1_epi16(7)), 1),
+                                      _mm_set1_epi16(1));
+    const __m128i neg  = _mm_srai_epi16(qh, 15);
+    const __m128i sls  = _mm_sub_epi16(_mm_sub_epi16(_mm_xor_si128(ls, neg), neg), _mm_slli_epi16(ls, 3));
+    const __m256i wsum = _mm256_set_m128i(_mm_unpackhi_epi16(sls, sls), _mm_unpacklo_epi16(sls, sls));
+    const __m512i ls8  = _mm512_castsi128_si512(_mm_slli_epi16(ls, 3));
+    __m512i       sumi = _mm512_castsi256_si512(_mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)y[0].bsums), wsum));
+    sumi               = _mm512_maskz_mov_epi32(0x00ff, sumi);
+    for (int p = 0; p < 4; p++) {
+        const uint8_t * q  = x[0].qs + 8 * p;
+        const uint64_t  a  = QX(lb_iq1s_index4)(q, x[0].qh[2 * p]), b = QX(lb_iq1s_index4)(q + 4, x[0].qh[2 * p + 1]);
+        const int       e[8] = { (int)(a & 0xffff), (int)((a >> 16) & 0xffff), (int)((a >> 32) & 0xffff), (int)(a >> 48),
+                                 (int)(b & 0xffff), (int)((b >> 16) & 0xffff), (int)((b >> 32) & 0xffff), (int)(b >> 48) };
+        const __m512i   u  = _mm512_add_epi8(QX(lb_grid8)(e), ones);
+        const __m512i   pr = _mm512_maddubs_epi16(u, _mm512_loadu_si512(y[0].qs + 64 * p));
+        sumi = _mm512_add_epi32(sumi, _mm512_madd_epi16(pr, _mm512_permutexvar_epi16(ix[p], ls8)));
     }
-    *s = acc;
+    return _mm256_add_epi32(_mm512_castsi512_si256(sumi), _mm512_extracti64x4_epi64(sumi, 1));
 }
 
-QX_LB_BMI2 static void QX(vec_dot_iq1_m_q8_K_zmm)(GGMLX_VEC_DOT_ARGS) {
-    GGMLX_VEC_DOT_UNUSED;
-    const block_iq1_m * restrict x   = vx;
-    const block_q8_K * restrict  y   = vy;
-    const int                    nb  = n / QK_K;
+QX_LB_BMI2 static inline float QX(lb_scale_iq1_s_q8_K_zmm)(const block_iq1_s * restrict x, const block_q8_K * restrict y) { return 0.125f * QX(h2f)(x->d) * y->d; }
+
+QX_LB_BMI2 QX_LB_Q8K_KERNEL(QX(vec_dot_iq1_s_q8_K_zmm), block_iq1_s, QX(lb_block_iq1_s_q8_K_zmm), QX(lb_scale_iq1_s_q8_K_zmm))
+
+/* one block's sums (lanes to be added); inlined, four times per step */
+QX_LB_BMI2 static inline __attribute__((always_inline)) __m256i QX(lb_block_iq1_m_q8_K_zmm)(const block_iq1_m * restrict x, const block_q8_K * restrict y) {
     const __m512i                f8  = _mm512_set1_epi8((char)0xf8);
     const __m512i                c8  = _mm512_set1_epi8(8);
     const __m512i                c10 = _mm512_set1_epi8(10);
@@ -407,47 +431,47 @@ QX_LB_BMI2 static void QX(vec_dot_iq1_m_q8_K_zmm)(GGMLX_VEC_DOT_ARGS) {
     const __m256i spick = _mm256_setr_epi8(0, 1, 0, 1, 0, 1, 0, 1, 2, 3, 2, 3, 2, 3, 2, 3, 4, 5, 4, 5, 4, 5, 4, 5, 6, 7, 6,
                                            7, 6, 7, 6, 7);
     const __m256i sshift = _mm256_setr_epi16(0, 3, 6, 9, 0, 3, 6, 9, 0, 3, 6, 9, 0, 3, 6, 9);
-    float         acc   = 0.0f;
-    for (int i = 0; i < nb; i++) {
-        uint64_t sc64;
-        memcpy(&sc64, x[i].scales, sizeof(sc64));
-        const uint16_t dbits = (uint16_t)(((sc64 >> 12) & 0x000f) | ((sc64 >> 24) & 0x00f0) | ((sc64 >> 36) & 0x0f00) |
-                                          ((sc64 >> 48) & 0xf000));
-        /* the 16 scales in order (half j: bits 3 (j % 4) of word j / 4) */
-        const __m256i  s7  = _mm256_and_si256(_mm256_srlv_epi16(_mm256_shuffle_epi8(_mm256_set1_epi64x((long long)sc64), spick), sshift),
-                                              _mm256_set1_epi16(7));
-        const __m256i  ls  = _mm256_or_si256(_mm256_slli_epi16(s7, 1), _mm256_set1_epi16(1));
-        const __m512i  lsz = _mm512_castsi256_si512(ls);
-        const __m512i  qhb = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)x[i].qh));
-        /* the products below carry 9 ls times each half's activation sum too */
-        __m512i        sumi = _mm512_castsi256_si512(_mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)y[i].bsums),
-                                                                       _mm256_mullo_epi16(ls, _mm256_set1_epi16(-9))));
-        sumi               = _mm512_maskz_mov_epi32(0x00ff, sumi);
-        for (int p = 0; p < 4; p++) {
-            const uint8_t * q  = x[i].qs + 8 * p;
-            const uint8_t * h  = x[i].qh + 4 * p;
-            const uint64_t  a  = QX(lb_iq1m_index4)(q, h), b = QX(lb_iq1m_index4)(q + 4, h + 2);
-            const int       e[8] = { (int)(a & 0xffff), (int)((a >> 16) & 0xffff), (int)((a >> 32) & 0xffff), (int)(a >> 48),
-                                     (int)(b & 0xffff), (int)((b >> 16) & 0xffff), (int)((b >> 32) & 0xffff), (int)(b >> 48) };
-            /* lane j of hb: qh byte 4 p + j, whose bits 3 and 7 are the deltas of entries 2 j, 2 j + 1 */
-            const __m512i   hb = _mm512_shuffle_epi8(qhb, _mm512_set_epi64(0x0303030303030303ll + 0x0404040404040404ll * p,
-                                                                           0x0303030303030303ll + 0x0404040404040404ll * p,
-                                                                           0x0202020202020202ll + 0x0404040404040404ll * p,
-                                                                           0x0202020202020202ll + 0x0404040404040404ll * p,
-                                                                           0x0101010101010101ll + 0x0404040404040404ll * p,
-                                                                           0x0101010101010101ll + 0x0404040404040404ll * p,
-                                                                           0x0404040404040404ll * p, 0x0404040404040404ll * p));
-            const __mmask64 kd = _mm512_test_epi8_mask(hb, sel);
-            const __m512i   w8 = _mm512_and_si512(_mm512_slli_epi16(QX(lb_grid8)(e), 3), f8);
-            /* 8 w + 9 + (delta sign: -1 where the bit is set) */
-            const __m512i   u  = _mm512_mask_add_epi8(_mm512_add_epi8(w8, c10), kd, w8, c8);
-            const __m512i   pr = _mm512_maddubs_epi16(u, _mm512_loadu_si512(y[i].qs + 64 * p));
-            sumi = _mm512_add_epi32(sumi, _mm512_madd_epi16(pr, _mm512_permutexvar_epi16(ix[p], lsz)));
-        }
-        acc += 0.125f * QX(h2f)(dbits) * y[i].d * (float)_mm512_reduce_add_epi32(sumi);
+    uint64_t sc64;
+    memcpy(&sc64, x[0].scales, sizeof(sc64));
+    /* the 16 scales in order (half j: bits 3 (j % 4) of word j / 4) */
+    const __m256i  s7  = _mm256_and_si256(_mm256_srlv_epi16(_mm256_shuffle_epi8(_mm256_set1_epi64x((long long)sc64), spick), sshift),
+                                          _mm256_set1_epi16(7));
+    const __m256i  ls  = _mm256_or_si256(_mm256_slli_epi16(s7, 1), _mm256_set1_epi16(1));
+    const __m512i  lsz = _mm512_castsi256_si512(ls);
+    const __m512i  qhb = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)x[0].qh));
+    /* the products below carry 9 ls times each half's activation sum too */
+    __m512i        sumi = _mm512_castsi256_si512(_mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)y[0].bsums),
+                                                                   _mm256_mullo_epi16(ls, _mm256_set1_epi16(-9))));
+    sumi               = _mm512_maskz_mov_epi32(0x00ff, sumi);
+    for (int p = 0; p < 4; p++) {
+        const uint8_t * q  = x[0].qs + 8 * p;
+        const uint8_t * h  = x[0].qh + 4 * p;
+        const uint64_t  a  = QX(lb_iq1m_index4)(q, h), b = QX(lb_iq1m_index4)(q + 4, h + 2);
+        const int       e[8] = { (int)(a & 0xffff), (int)((a >> 16) & 0xffff), (int)((a >> 32) & 0xffff), (int)(a >> 48),
+                                 (int)(b & 0xffff), (int)((b >> 16) & 0xffff), (int)((b >> 32) & 0xffff), (int)(b >> 48) };
+        /* lane j of hb: qh byte 4 p + j, whose bits 3 and 7 are the deltas of entries 2 j, 2 j + 1 */
+        const __m512i   hb = _mm512_shuffle_epi8(qhb, _mm512_set_epi64(0x0303030303030303ll + 0x0404040404040404ll * p,
+                                                                       0x0303030303030303ll + 0x0404040404040404ll * p,
+                                                                       0x0202020202020202ll + 0x0404040404040404ll * p,
+                                                                       0x0202020202020202ll + 0x0404040404040404ll * p,
+                                                                       0x0101010101010101ll + 0x0404040404040404ll * p,
+                                                                       0x0101010101010101ll + 0x0404040404040404ll * p,
+                                                                       0x0404040404040404ll * p, 0x0404040404040404ll * p));
+        const __mmask64 kd = _mm512_test_epi8_mask(hb, sel);
+        const __m512i   w8 = _mm512_and_si512(_mm512_slli_epi16(QX(lb_grid8)(e), 3), f8);
+        /* 8 w + 9 + (delta sign: -1 where the bit is set) */
+        const __m512i   u  = _mm512_mask_add_epi8(_mm512_add_epi8(w8, c10), kd, w8, c8);
+        const __m512i   pr = _mm512_maddubs_epi16(u, _mm512_loadu_si512(y[0].qs + 64 * p));
+        sumi = _mm512_add_epi32(sumi, _mm512_madd_epi16(pr, _mm512_permutexvar_epi16(ix[p], lsz)));
     }
-    *s = acc;
+    return _mm256_add_epi32(_mm512_castsi512_si256(sumi), _mm512_extracti64x4_epi64(sumi, 1));
 }
+
+QX_LB_BMI2 static inline float QX(lb_scale_iq1_m_q8_K_zmm)(const block_iq1_m * restrict x, const block_q8_K * restrict y) {
+    return 0.125f * QX(h2f)(QX(lb_iq1m_d)(x)) * y->d;
+}
+
+QX_LB_BMI2 QX_LB_Q8K_KERNEL(QX(vec_dot_iq1_m_q8_K_zmm), block_iq1_m, QX(lb_block_iq1_m_q8_K_zmm), QX(lb_scale_iq1_m_q8_K_zmm))
 #endif
 
 static const struct ggmlx_qdot_entry QX(lowbit_entries)[] = {
@@ -459,3 +483,5 @@ static const struct ggmlx_qdot_entry QX(lowbit_entries)[] = {
     { GGML_TYPE_IQ1_S, NULL, QX(vec_dot_iq1_s_q8_K) }, { GGML_TYPE_IQ1_M, NULL, QX(vec_dot_iq1_m_q8_K) },
 #endif
 };
+
+#undef QX_LB_Q8K_KERNEL
