@@ -44,20 +44,17 @@ static inline __m256i QX(lb_top_trit)(__m256i b) {
 
 /* ---- Q1_0: 128 elements of +-d, four Q8_0 blocks -------------------------------------------- */
 
+#if !QX_VNNI
 /* y negated where the bits at p are set (bit j of byte l is element 8 l + j) */
 static inline __m256i QX(lb_neg_where_set)(__m256i y, const uint8_t * p) {
     uint32_t bits;
     memcpy(&bits, p, sizeof(bits));
-#if QX_VNNI
-    return _mm256_mask_sub_epi8(y, (__mmask32)bits, _mm256_setzero_si256(), y);
-#else
     const __m256i spread = _mm256_shuffle_epi8(_mm256_set1_epi32((int)bits),
                                                _mm256_set_epi64x(0x0303030303030303ll, 0x0202020202020202ll,
                                                                  0x0101010101010101ll, 0x0000000000000000ll));
     const __m256i sel    = _mm256_set1_epi64x((long long)0x8040201008040201ull);
     const __m256i neg    = _mm256_cmpeq_epi8(_mm256_and_si256(spread, sel), sel);
     return _mm256_sub_epi8(_mm256_xor_si256(y, neg), neg);
-#endif
 }
 
 /* a set bit is +1, a clear one -1: the sum is minus that of y negated where the bit is set */
@@ -82,6 +79,44 @@ static void QX(vec_dot_q1_0_q8_0)(GGMLX_VEC_DOT_ARGS) {
     }
     *s = QX(hsum_ps)(_mm256_add_ps(acc0, acc1));
 }
+
+#else
+/*
+ * The AVX-512 build: two Q8_0 blocks per 512-bit vector, negated under 64 bits of the block at
+ * once (a mask register), each half scaled by its own product of scales.
+ */
+static void QX(vec_dot_q1_0_q8_0_zmm)(GGMLX_VEC_DOT_ARGS) {
+    GGMLX_VEC_DOT_UNUSED;
+    const block_q1_0 * restrict x    = vx;
+    const block_q8_0 * restrict y    = vy;
+    const int                   nb   = n / QK1_0;
+    const __m512i               ones = _mm512_set1_epi8(1);
+    const __m512i               ix01 = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
+    const __m512i               ix23 = _mm512_setr_epi32(2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
+    __m512                      acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
+    for (int i = 0; i < nb; i++) {
+        const block_q8_0 * restrict yb = y + 4 * i;
+        /* minus the four products of scales (the sums below are of y negated where the bit is set) */
+        const __m128 sc4 = _mm_mul_ps(_mm_cvtph_ps(_mm_setr_epi16((short)yb[0].d, (short)yb[1].d, (short)yb[2].d, (short)yb[3].d, 0, 0, 0, 0)),
+                                      _mm_set1_ps(-QX(h2f)(x[i].d)));
+        const __m512 scz = _mm512_castps128_ps512(sc4);
+        uint64_t     m0, m1;
+        memcpy(&m0, x[i].qs, sizeof(m0));
+        memcpy(&m1, x[i].qs + 8, sizeof(m1));
+        const __m512i ya = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)yb[0].qs)),
+                                              _mm256_loadu_si256((const __m256i *)yb[1].qs), 1);
+        const __m512i yc = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)yb[2].qs)),
+                                              _mm256_loadu_si256((const __m256i *)yb[3].qs), 1);
+        const __m512i pa = _mm512_dpbusd_epi32(_mm512_setzero_si512(), ones,
+                                               _mm512_mask_sub_epi8(ya, _cvtu64_mask64(m0), _mm512_setzero_si512(), ya));
+        const __m512i pc = _mm512_dpbusd_epi32(_mm512_setzero_si512(), ones,
+                                               _mm512_mask_sub_epi8(yc, _cvtu64_mask64(m1), _mm512_setzero_si512(), yc));
+        acc0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(pa), _mm512_permutexvar_ps(ix01, scz), acc0);
+        acc1 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(pc), _mm512_permutexvar_ps(ix23, scz), acc1);
+    }
+    *s = _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1));
+}
+#endif
 
 /* ---- Q2_0: 64 elements of d (u - 1), u two bits, two Q8_0 blocks ---------------------------- */
 
@@ -475,7 +510,12 @@ QX_LB_BMI2 QX_LB_Q8K_KERNEL(QX(vec_dot_iq1_m_q8_K_zmm), block_iq1_m, QX(lb_block
 #endif
 
 static const struct ggmlx_qdot_entry QX(lowbit_entries)[] = {
-    { GGML_TYPE_Q1_0, NULL, QX(vec_dot_q1_0_q8_0) },   { GGML_TYPE_Q2_0, NULL, QX(vec_dot_q2_0_q8_0) },
+#if QX_VNNI
+    { GGML_TYPE_Q1_0, NULL, QX(vec_dot_q1_0_q8_0_zmm) },
+#else
+    { GGML_TYPE_Q1_0, NULL, QX(vec_dot_q1_0_q8_0) },
+#endif
+    { GGML_TYPE_Q2_0, NULL, QX(vec_dot_q2_0_q8_0) },
     { GGML_TYPE_TQ1_0, NULL, QX(vec_dot_tq1_0_q8_K) }, { GGML_TYPE_TQ2_0, NULL, QX(vec_dot_tq2_0_q8_K) },
 #if QX_VNNI
     { GGML_TYPE_IQ1_S, NULL, QX(vec_dot_iq1_s_q8_K_zmm) }, { GGML_TYPE_IQ1_M, NULL, QX(vec_dot_iq1_m_q8_K_zmm) },
