@@ -244,6 +244,7 @@ QX_LB_Q8K_KERNEL(QX(vec_dot_tq2_0_q8_K), block_tq2_0, QX(lb_block_tq2_0_q8_K), Q
  * 32-byte vectors c0..c4 are qs[0..31] times 1 .. 81, c5 = [qs[32..47] | x3], c6 = [x9 | x27],
  * c7 = [x81 | qh x 1, 3, 9, 27].
  */
+#if !QX_VNNI
 /* one block's sums (lanes to be added); inlined, four times per step */
 static inline __attribute__((always_inline)) __m256i QX(lb_block_tq1_0_q8_K)(const block_tq1_0 * restrict x, const block_q8_K * restrict y) {
     const int8_t * yq = y[0].qs;
@@ -278,6 +279,42 @@ static inline __attribute__((always_inline)) __m256i QX(lb_block_tq1_0_q8_K)(con
                                           QX(lb_minus_ysum)(y[0].bsums));
     return sumi;
 }
+#else
+/* the AVX-512 build: the same products four 64-byte vectors at a time, in the activations' order
+ * [x1 | x3], [x9 | x27], [x81 | qs[32..47] x1, x3], [x9, x27 | x81, qh x 1, 3, 9, 27] */
+static inline __m512i QX(lb_top_trit_zmm)(__m512i b) {
+    const __m512i   one = _mm512_set1_epi8(1);
+    const __mmask64 k1  = _mm512_cmpge_epu8_mask(b, _mm512_set1_epi8(86));
+    const __mmask64 k2  = _mm512_cmpge_epu8_mask(b, _mm512_set1_epi8((char)171));
+    const __m512i   t1  = _mm512_maskz_mov_epi8(k1, one);
+    return _mm512_mask_add_epi8(t1, k2, t1, one);
+}
+
+static inline __m512i QX(lb_times3_zmm)(__m512i x) { return _mm512_add_epi8(x, _mm512_add_epi8(x, x)); }
+
+static inline __attribute__((always_inline)) __m256i QX(lb_block_tq1_0_q8_K)(const block_tq1_0 * restrict x, const block_q8_K * restrict y) {
+    uint32_t qh;
+    memcpy(&qh, x->qh, sizeof(qh));
+    const __m512i b   = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)x->qs));
+    const __m512i w0  = _mm512_mask_add_epi8(b, (__mmask64)0xffffffff00000000ull, b, _mm512_add_epi8(b, b));
+    const __m512i w1  = QX(lb_times3_zmm)(QX(lb_times3_zmm)(w0));
+    const __m512i t   = QX(lb_times3_zmm)(QX(lb_times3_zmm)(w1));
+    const __m256i r1  = _mm256_set_m128i(_mm_set1_epi32((int)qh), _mm_loadu_si128((const __m128i *)(x->qs + 32)));
+    const __m256i r3  = QX(lb_times3)(r1);
+    const __m256i r9  = QX(lb_times3)(r3);
+    const __m256i r27 = QX(lb_times3)(r9);
+    const __m256i r81 = QX(lb_times3)(r27);
+    const __m256i h   = _mm256_blend_epi32(_mm256_blend_epi32(r1, r3, 0x20), _mm256_blend_epi32(r9, r27, 0x80), 0xc0);
+    const __m512i w2  = _mm512_inserti64x4(t, _mm256_permute2x128_si256(r1, r3, 0x20), 1);
+    const __m512i w3  = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_permute2x128_si256(r9, r27, 0x20)),
+                                           _mm256_blend_epi32(r81, h, 0xf0), 1);
+    __m512i       a   = _mm512_dpbusd_epi32(_mm512_setzero_si512(), QX(lb_top_trit_zmm)(w0), _mm512_loadu_si512(y->qs));
+    a                 = _mm512_dpbusd_epi32(a, QX(lb_top_trit_zmm)(w1), _mm512_loadu_si512(y->qs + 64));
+    a                 = _mm512_dpbusd_epi32(a, QX(lb_top_trit_zmm)(w2), _mm512_loadu_si512(y->qs + 128));
+    a                 = _mm512_dpbusd_epi32(a, QX(lb_top_trit_zmm)(w3), _mm512_loadu_si512(y->qs + 192));
+    return _mm256_add_epi32(_mm256_add_epi32(_mm512_castsi512_si256(a), _mm512_extracti64x4_epi64(a, 1)), QX(lb_minus_ysum)(y->bsums));
+}
+#endif
 
 static inline float QX(lb_scale_tq1_0_q8_K)(const block_tq1_0 * restrict x, const block_q8_K * restrict y) { return QX(h2f)(x->d) * y->d; }
 
