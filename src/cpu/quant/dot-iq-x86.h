@@ -2,8 +2,8 @@
  * dot-iq-x86.h -- the codebook (IQ) formats' dot products on 256-bit vectors, compiled with
  * dot-x86.h (after it: it uses that file's helpers) for each x86 variant. A 32-element group is
  * four 8-value grid entries side by side; sign bits negate the activations instead of the grid
- * values, so the grid stays unsigned (or, for IQ1, goes through the |w| / sign(y) product), and
- * each group's integer sum is scaled by its 16-bit sub-block scale in the multiply-add.
+ * values, so the grid stays unsigned, and each group's integer sum is scaled by its 16-bit
+ * sub-block scale in the multiply-add. (IQ1_S and IQ1_M are in dot-lowbit-x86.h.)
  */
 
 /* the four 8-byte grid entries of a 32-element group, first entry in the low bytes */
