@@ -25,23 +25,6 @@ static inline __m256i QX(lb_dot4)(__m256i u, __m256i y) {
 /* byte-wise x * 3 (mod 256) */
 static inline __m256i QX(lb_times3)(__m256i x) { return _mm256_add_epi8(x, _mm256_add_epi8(x, x)); }
 
-/* the leading trit of each byte b, floor(3 b / 256) = (b >= 86) + (b >= 171) */
-static inline __m256i QX(lb_top_trit)(__m256i b) {
-#if QX_VNNI
-    const __m256i   one = _mm256_set1_epi8(1);
-    const __mmask32 k1  = _mm256_cmpge_epu8_mask(b, _mm256_set1_epi8(86));
-    const __mmask32 k2  = _mm256_cmpge_epu8_mask(b, _mm256_set1_epi8((char)171));
-    const __m256i   t1  = _mm256_maskz_mov_epi8(k1, one);
-    return _mm256_mask_add_epi8(t1, k2, t1, one);
-#else
-    /* no unsigned byte compare: flip the top bit and compare signed */
-    const __m256i s  = _mm256_xor_si256(b, _mm256_set1_epi8((char)0x80));
-    const __m256i m1 = _mm256_cmpgt_epi8(s, _mm256_set1_epi8(85 - 128));
-    const __m256i m2 = _mm256_cmpgt_epi8(s, _mm256_set1_epi8(170 - 128));
-    return _mm256_sub_epi8(_mm256_setzero_si256(), _mm256_add_epi8(m1, m2));
-#endif
-}
-
 /* ---- Q1_0: 128 elements of +-d, four Q8_0 blocks -------------------------------------------- */
 
 #if !QX_VNNI
@@ -245,24 +228,36 @@ QX_LB_Q8K_KERNEL(QX(vec_dot_tq2_0_q8_K), block_tq2_0, QX(lb_block_tq2_0_q8_K), Q
  * c7 = [x81 | qh x 1, 3, 9, 27].
  */
 #if !QX_VNNI
+/*
+ * The leading trit of each byte b, floor(3 b / 256) = (b >= 86) + (b >= 171), from s = b + 128
+ * (mod 256): no unsigned byte compare, but s compares signed as b does unsigned. The products
+ * are kept with the offset: 3 (b + 128) = 3 b + 128 (mod 256), so one flip serves all five.
+ */
+static inline __m256i QX(lb_top_trit_flipped)(__m256i s) {
+    const __m256i m1 = _mm256_cmpgt_epi8(s, _mm256_set1_epi8(85 - 128));
+    const __m256i m2 = _mm256_cmpgt_epi8(s, _mm256_set1_epi8(170 - 128));
+    return _mm256_sub_epi8(_mm256_setzero_si256(), _mm256_add_epi8(m1, m2));
+}
+
 /* one block's sums (lanes to be added); inlined, four times per step */
 static inline __attribute__((always_inline)) __m256i QX(lb_block_tq1_0_q8_K)(const block_tq1_0 * restrict x, const block_q8_K * restrict y) {
     const int8_t * yq = y[0].qs;
     uint32_t       qh;
     memcpy(&qh, x[0].qh, sizeof(qh));
     QX_LB_ACC_T a0 = _mm256_setzero_si256(), a1 = _mm256_setzero_si256();
-    __m256i     c  = _mm256_loadu_si256((const __m256i *)x[0].qs);
-    QX_LB_ACC(a0, QX(lb_top_trit)(c), _mm256_loadu_si256((const __m256i *)yq));
+    const __m256i flip = _mm256_set1_epi8((char)0x80);
+    __m256i       c    = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)x[0].qs), flip);
+    QX_LB_ACC(a0, QX(lb_top_trit_flipped)(c), _mm256_loadu_si256((const __m256i *)yq));
     c = QX(lb_times3)(c);
-    QX_LB_ACC(a1, QX(lb_top_trit)(c), _mm256_loadu_si256((const __m256i *)(yq + 32)));
+    QX_LB_ACC(a1, QX(lb_top_trit_flipped)(c), _mm256_loadu_si256((const __m256i *)(yq + 32)));
     c = QX(lb_times3)(c);
-    QX_LB_ACC(a0, QX(lb_top_trit)(c), _mm256_loadu_si256((const __m256i *)(yq + 64)));
+    QX_LB_ACC(a0, QX(lb_top_trit_flipped)(c), _mm256_loadu_si256((const __m256i *)(yq + 64)));
     c = QX(lb_times3)(c);
-    QX_LB_ACC(a1, QX(lb_top_trit)(c), _mm256_loadu_si256((const __m256i *)(yq + 96)));
+    QX_LB_ACC(a1, QX(lb_top_trit_flipped)(c), _mm256_loadu_si256((const __m256i *)(yq + 96)));
     c = QX(lb_times3)(c);
-    QX_LB_ACC(a0, QX(lb_top_trit)(c), _mm256_loadu_si256((const __m256i *)(yq + 128)));
+    QX_LB_ACC(a0, QX(lb_top_trit_flipped)(c), _mm256_loadu_si256((const __m256i *)(yq + 128)));
     /* r = [qs[32..47] | qh in all four dwords], then its multiples by 3, 9, 27, 81 */
-    const __m256i r1  = _mm256_set_m128i(_mm_set1_epi32((int)qh), _mm_loadu_si128((const __m128i *)(x[0].qs + 32)));
+    const __m256i r1  = _mm256_xor_si256(_mm256_set_m128i(_mm_set1_epi32((int)qh), _mm_loadu_si128((const __m128i *)(x[0].qs + 32))), flip);
     const __m256i r3  = QX(lb_times3)(r1);
     const __m256i r9  = QX(lb_times3)(r3);
     const __m256i r27 = QX(lb_times3)(r9);
@@ -272,9 +267,9 @@ static inline __attribute__((always_inline)) __m256i QX(lb_block_tq1_0_q8_K)(con
     /* the high lane: dword 4 of r1, 5 of r3, 6 of r9, 7 of r27 */
     const __m256i h   = _mm256_blend_epi32(_mm256_blend_epi32(r1, r3, 0x20), _mm256_blend_epi32(r9, r27, 0x80), 0xc0);
     const __m256i c7  = _mm256_blend_epi32(r81, h, 0xf0);
-    QX_LB_ACC(a1, QX(lb_top_trit)(c5), _mm256_loadu_si256((const __m256i *)(yq + 160)));
-    QX_LB_ACC(a0, QX(lb_top_trit)(c6), _mm256_loadu_si256((const __m256i *)(yq + 192)));
-    QX_LB_ACC(a1, QX(lb_top_trit)(c7), _mm256_loadu_si256((const __m256i *)(yq + 224)));
+    QX_LB_ACC(a1, QX(lb_top_trit_flipped)(c5), _mm256_loadu_si256((const __m256i *)(yq + 160)));
+    QX_LB_ACC(a0, QX(lb_top_trit_flipped)(c6), _mm256_loadu_si256((const __m256i *)(yq + 192)));
+    QX_LB_ACC(a1, QX(lb_top_trit_flipped)(c7), _mm256_loadu_si256((const __m256i *)(yq + 224)));
     const __m256i sumi = _mm256_add_epi32(_mm256_add_epi32(QX_LB_ACC_DONE(a0), QX_LB_ACC_DONE(a1)),
                                           QX(lb_minus_ysum)(y[0].bsums));
     return sumi;
