@@ -136,4 +136,24 @@ size_t ggmlx_cpu_sort_work_size (const struct ggml_tensor * dst, int n_tasks);
 void ggmlx_cpu_pad           (const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
 void ggmlx_cpu_pad_reflect_1d(const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
 
+/* ops-conv.c: IM2COL, IM2COL_3D, COL2IM_1D, direct CONV_2D / CONV_2D_DW / CONV_3D, CONV_TRANSPOSE_1D/2D */
+void ggmlx_cpu_im2col            (const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
+void ggmlx_cpu_im2col_3d         (const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
+void ggmlx_cpu_col2im_1d         (const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
+void ggmlx_cpu_conv_2d           (const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
+void ggmlx_cpu_conv_3d           (const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
+void ggmlx_cpu_conv_2d_dw        (const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
+void ggmlx_cpu_conv_transpose_1d (const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
+void ggmlx_cpu_conv_transpose_2d (const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
+
+/* ops-image.c: POOL_1D, POOL_2D, UPSCALE (every scale mode and flag), WIN_PART, WIN_UNPART, GET_REL_POS,
+ * ADD_REL_POS */
+void ggmlx_cpu_pool_1d    (const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
+void ggmlx_cpu_pool_2d    (const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
+void ggmlx_cpu_upscale    (const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
+void ggmlx_cpu_win_part   (const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
+void ggmlx_cpu_win_unpart (const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
+void ggmlx_cpu_get_rel_pos(const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
+void ggmlx_cpu_add_rel_pos(const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
+
 #endif /* GGMLX_CPU_OPS_H */
