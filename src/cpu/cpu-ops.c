@@ -18,6 +18,10 @@ static bool dup_types_supported(const struct ggml_tensor * dst) {
     return s_ok && d_ok;
 }
 
+static bool is_f32_or_f16(enum ggml_type t) {
+    return t == GGML_TYPE_F32 || t == GGML_TYPE_F16;
+}
+
 static bool has_to_float(enum ggml_type t) {
     const struct ggml_type_traits * tr = ggml_get_type_traits(t);
     return tr != NULL && tr->to_float != NULL;
@@ -133,51 +137,6 @@ const char * ggmlx_cpu_refusal(const struct ggml_tensor * node) {
     return why;
 }
 
-/* convolution and image ops (ops-conv.c, ops-image.c); NULL when the types are not supported */
-static ggmlx_cpu_kernel_t conv_image_kernel(const struct ggml_tensor * node) {
-    const struct ggml_tensor * s0 = node->src[0];
-    const struct ggml_tensor * s1 = node->src[1];
-    const enum ggml_type t = node->type;
-    const bool f32_or_f16_kernel = s0->type == GGML_TYPE_F32 || s0->type == GGML_TYPE_F16;
-    switch (node->op) {
-    case GGML_OP_IM2COL:
-        return s1->type == GGML_TYPE_F32 && (t == GGML_TYPE_F32 || t == GGML_TYPE_F16) ? ggmlx_cpu_im2col : NULL;
-    case GGML_OP_IM2COL_3D:
-        return s1->type == GGML_TYPE_F32 && (t == GGML_TYPE_F32 || t == GGML_TYPE_F16) ? ggmlx_cpu_im2col_3d : NULL;
-    case GGML_OP_COL2IM_1D:
-        return is_float_type(s0->type) && t == s0->type ? ggmlx_cpu_col2im_1d : NULL;
-    case GGML_OP_CONV_2D:
-        return f32_or_f16_kernel && s1->type == GGML_TYPE_F32 && t == GGML_TYPE_F32 ? ggmlx_cpu_conv_2d : NULL;
-    case GGML_OP_CONV_3D:
-        return f32_or_f16_kernel && s1->type == GGML_TYPE_F32 && t == GGML_TYPE_F32 ? ggmlx_cpu_conv_3d : NULL;
-    case GGML_OP_CONV_2D_DW:
-        return f32_or_f16_kernel && s1->type == GGML_TYPE_F32 && t == GGML_TYPE_F32 ? ggmlx_cpu_conv_2d_dw : NULL;
-    case GGML_OP_CONV_TRANSPOSE_1D:
-        return f32_or_f16_kernel && s1->type == GGML_TYPE_F32 && t == GGML_TYPE_F32 ? ggmlx_cpu_conv_transpose_1d : NULL;
-    case GGML_OP_CONV_TRANSPOSE_2D:
-        return f32_or_f16_kernel && s1->type == GGML_TYPE_F32 && t == GGML_TYPE_F32 ? ggmlx_cpu_conv_transpose_2d : NULL;
-    case GGML_OP_POOL_1D:
-        return (s0->type == GGML_TYPE_F32 || s0->type == GGML_TYPE_F16) && t == GGML_TYPE_F32 ? ggmlx_cpu_pool_1d : NULL;
-    case GGML_OP_POOL_2D:
-        return (s0->type == GGML_TYPE_F32 || s0->type == GGML_TYPE_F16) && t == GGML_TYPE_F32 ? ggmlx_cpu_pool_2d : NULL;
-    case GGML_OP_UPSCALE:
-        return s0->type == GGML_TYPE_F32 && t == GGML_TYPE_F32 ? ggmlx_cpu_upscale : NULL;
-    case GGML_OP_WIN_PART:
-        return s0->type == GGML_TYPE_F32 && t == GGML_TYPE_F32 ? ggmlx_cpu_win_part : NULL;
-    case GGML_OP_WIN_UNPART:
-        return s0->type == GGML_TYPE_F32 && t == GGML_TYPE_F32 ? ggmlx_cpu_win_unpart : NULL;
-    case GGML_OP_GET_REL_POS:
-        return s0->type == GGML_TYPE_F16 && t == GGML_TYPE_F16 ? ggmlx_cpu_get_rel_pos : NULL;
-    case GGML_OP_ADD_REL_POS:
-        /* the kernel walks rows of a and dst as float arrays and pw, ph as flat arrays */
-        return s0->type == GGML_TYPE_F32 && t == GGML_TYPE_F32 && ggml_is_contiguous(s0) && ggml_is_contiguous(node) &&
-               node->src[1]->type == GGML_TYPE_F32 && node->src[2]->type == GGML_TYPE_F32 &&
-               ggml_is_contiguous(node->src[1]) && ggml_is_contiguous(node->src[2]) ? ggmlx_cpu_add_rel_pos : NULL;
-    default:
-        return NULL;
-    }
-}
-
 ggmlx_cpu_kernel_t ggmlx_cpu_kernel_for(const struct ggml_tensor * node) {
     const struct ggml_tensor * s0 = node->src[0];
     const struct ggml_tensor * s1 = node->src[1];
@@ -268,8 +227,42 @@ ggmlx_cpu_kernel_t ggmlx_cpu_kernel_for(const struct ggml_tensor * node) {
         return s0->type == GGML_TYPE_F32 ? ggmlx_cpu_soft_max : NULL;
     case GGML_OP_ROPE:
         return (s0->type == GGML_TYPE_F32 || s0->type == GGML_TYPE_F16) ? ggmlx_cpu_rope : NULL;
+    /* convolution and images: ops-conv.c, ops-image.c */
+    case GGML_OP_IM2COL:
+        return s1->type == GGML_TYPE_F32 && is_f32_or_f16(node->type) ? ggmlx_cpu_im2col : NULL;
+    case GGML_OP_IM2COL_3D:
+        return s1->type == GGML_TYPE_F32 && is_f32_or_f16(node->type) ? ggmlx_cpu_im2col_3d : NULL;
+    case GGML_OP_COL2IM_1D:
+        return is_float_type(s0->type) && node->type == s0->type ? ggmlx_cpu_col2im_1d : NULL;
+    case GGML_OP_CONV_2D:
+        return is_f32_or_f16(s0->type) && s1->type == GGML_TYPE_F32 && node->type == GGML_TYPE_F32 ? ggmlx_cpu_conv_2d : NULL;
+    case GGML_OP_CONV_3D:
+        return is_f32_or_f16(s0->type) && s1->type == GGML_TYPE_F32 && node->type == GGML_TYPE_F32 ? ggmlx_cpu_conv_3d : NULL;
+    case GGML_OP_CONV_2D_DW:
+        return is_f32_or_f16(s0->type) && s1->type == GGML_TYPE_F32 && node->type == GGML_TYPE_F32 ? ggmlx_cpu_conv_2d_dw : NULL;
+    case GGML_OP_CONV_TRANSPOSE_1D:
+        return is_f32_or_f16(s0->type) && s1->type == GGML_TYPE_F32 && node->type == GGML_TYPE_F32 ? ggmlx_cpu_conv_transpose_1d : NULL;
+    case GGML_OP_CONV_TRANSPOSE_2D:
+        return is_f32_or_f16(s0->type) && s1->type == GGML_TYPE_F32 && node->type == GGML_TYPE_F32 ? ggmlx_cpu_conv_transpose_2d : NULL;
+    case GGML_OP_POOL_1D:
+        return is_f32_or_f16(s0->type) && node->type == GGML_TYPE_F32 ? ggmlx_cpu_pool_1d : NULL;
+    case GGML_OP_POOL_2D:
+        return is_f32_or_f16(s0->type) && node->type == GGML_TYPE_F32 ? ggmlx_cpu_pool_2d : NULL;
+    case GGML_OP_UPSCALE:
+        return s0->type == GGML_TYPE_F32 && node->type == GGML_TYPE_F32 ? ggmlx_cpu_upscale : NULL;
+    case GGML_OP_WIN_PART:
+        return s0->type == GGML_TYPE_F32 && node->type == GGML_TYPE_F32 ? ggmlx_cpu_win_part : NULL;
+    case GGML_OP_WIN_UNPART:
+        return s0->type == GGML_TYPE_F32 && node->type == GGML_TYPE_F32 ? ggmlx_cpu_win_unpart : NULL;
+    case GGML_OP_GET_REL_POS:
+        return s0->type == GGML_TYPE_F16 && node->type == GGML_TYPE_F16 ? ggmlx_cpu_get_rel_pos : NULL;
+    case GGML_OP_ADD_REL_POS:
+        /* the kernel walks rows of a and dst as float arrays and pw, ph as flat arrays */
+        return s0->type == GGML_TYPE_F32 && node->type == GGML_TYPE_F32 && ggml_is_contiguous(s0) && ggml_is_contiguous(node) &&
+               node->src[1]->type == GGML_TYPE_F32 && node->src[2]->type == GGML_TYPE_F32 &&
+               ggml_is_contiguous(node->src[1]) && ggml_is_contiguous(node->src[2]) ? ggmlx_cpu_add_rel_pos : NULL;
     default:
-        return conv_image_kernel(node);
+        return NULL;
     }
 }
 
