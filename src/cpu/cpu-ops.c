@@ -305,6 +305,8 @@ size_t ggmlx_cpu_work_size(const struct ggml_tensor * node, int n_tasks) {
                ? ggmlx_cpu_dup_quant_work_size(node, n_tasks) : 0;
     case GGML_OP_SET_ROWS:
         return ggmlx_cpu_set_rows_work_size(node, n_tasks);
+    case GGML_OP_CONV_2D:
+        return ggmlx_cpu_conv_2d_work_size(node, n_tasks);
     case GGML_OP_SUM:
         return (size_t)n_tasks * 64; /* per-thread partial sums, one cache line each */
     case GGML_OP_COUNT_EQUAL:

@@ -145,6 +145,9 @@ void ggmlx_cpu_conv_3d           (const struct ggmlx_cpu_params * params, struct
 void ggmlx_cpu_conv_2d_dw        (const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
 void ggmlx_cpu_conv_transpose_1d (const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
 void ggmlx_cpu_conv_transpose_2d (const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
+/* ops-conv-avx512.c: CONV_2D with unit row stride on AVX-512 (false: not taken, use the portable loops) */
+bool   ggmlx_cpu_conv_2d_fast      (const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
+size_t ggmlx_cpu_conv_2d_work_size (const struct ggml_tensor * dst, int n_tasks);
 
 /* ops-image.c: POOL_1D, POOL_2D, UPSCALE (every scale mode and flag), WIN_PART, WIN_UNPART, GET_REL_POS,
  * ADD_REL_POS */

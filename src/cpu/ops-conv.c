@@ -164,6 +164,9 @@ void ggmlx_cpu_conv_2d(const struct ggmlx_cpu_params * params, struct ggml_tenso
     const int64_t d0 = ggmlx_get_op_params_i32(dst, 4), d1 = ggmlx_get_op_params_i32(dst, 5);
     const int64_t KW = a->ne[0], KH = a->ne[1], IC = a->ne[2];
     const int64_t IW = b->ne[0], IH = b->ne[1], OW = dst->ne[0];
+    if (ggmlx_cpu_conv_2d_fast(params, dst)) {
+        return;
+    }
 
     int64_t r0, r1;
     ggmlx_cpu_split_rows(params, dst->ne[1] * dst->ne[2] * dst->ne[3], &r0, &r1);
