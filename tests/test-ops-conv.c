@@ -196,6 +196,8 @@ Test(conv_1d, matches_direct_convolution) {
     conv_1d_case(GGML_TYPE_F32, 3, 1, 0, 1, false, 1, 40);
     conv_1d_case(GGML_TYPE_F16, 5, 2, 3, 2, false, 2, 41);
     conv_1d_case(GGML_TYPE_F32, 4, 3, 1, 1, false, 3, 42);
+    /* a BF16 kernel: F32 columns, as upstream's graph picks for it */
+    conv_1d_case(GGML_TYPE_BF16, 3, 2, 1, 1, false, 2, 45);
 }
 
 Test(conv_1d_ph, pads_half_the_kernel) {
@@ -330,6 +332,7 @@ Test(conv_2d, graph_matches_direct_convolution) {
     for (int i = 0; i < 4; i++) {
         conv_2d_case(C2_GRAPH, i % 2 ? GGML_TYPE_F16 : GGML_TYPE_F32, C2[i], false, 1 + i % 3, 60 + (uint64_t) i);
     }
+    conv_2d_case(C2_GRAPH, GGML_TYPE_BF16, C2[1], false, 2, 64);
 }
 
 Test(conv_2d_direct, f32_and_f16_kernels_permuted_data_threads) {
