@@ -61,6 +61,12 @@ enum cf_op {
     CF_OP_CONV_2D_DW_DIRECT,
     CF_OP_POOL_2D,
     CF_OP_UPSCALE,
+    CF_OP_POOL_1D,
+    CF_OP_CONV_TRANSPOSE_2D,
+    CF_OP_COL2IM_1D,
+    CF_OP_WIN_PART,
+    CF_OP_GET_REL_POS,
+    CF_OP_ADD_REL_POS,
 };
 
 /*
@@ -126,6 +132,7 @@ static const char * cf_op_label(const struct cf_op_case * c) {
         "cumsum", "argsort", "top_k",
         "pad_reflect_1d",
         "im2col", "conv_2d_direct", "conv_2d_dw_direct", "pool_2d", "interpolate",
+        "pool_1d", "conv_transpose_2d_p0", "col2im_1d", "win_part", "get_rel_pos", "add_rel_pos",
     };
     return names[c->op];
 }
@@ -767,6 +774,31 @@ static void cf_cases_conv(struct cf_case_list * l) {
         c->nb[0] = 8, c->nb[1] = 6, c->nb[2] = 2, c->nb[3] = 1;
         c->ip[0] = (int) modes[m];
     }
+    /* pool_1d: ip the pool op, kernel, stride, padding */
+    for (int t = 0; t < 2; t++) {
+        for (int op = 0; op < 2; op++) {
+            c = cf_add(l, CF_OP_POOL_1D, kernel_types[t], GGML_TYPE_F32, 33, 5, 2, 2, t ? CF_PERMUTED : CF_CONTIG,
+                       op == GGML_OP_POOL_MAX ? "max" : "avg");
+            c->ip[0] = op, c->ip[1] = 4, c->ip[2] = 3, c->ip[3] = 2;
+        }
+    }
+    /* conv_transpose_2d_p0: ne the data [W, H, IC, N], nb the kernel [KW, KH, OC, IC], ip[0] the stride */
+    for (int t = 0; t < 2; t++) {
+        c = cf_add(l, CF_OP_CONV_TRANSPOSE_2D, kernel_types[t], GGML_TYPE_F32, 13, 9, 6, 2, CF_CONTIG, NULL);
+        c->nb[0] = 3, c->nb[1] = 4, c->nb[2] = 5, c->nb[3] = 6;
+        c->ip[0] = 2 + t;
+    }
+    /* col2im_1d: ne the columns [K*oc, T_in], ip the stride, oc, the padding */
+    for (int t = 0; t < 3; t++) {
+        c = cf_add(l, CF_OP_COL2IM_1D, cf_float_types[t], cf_float_types[t], 4 * 3, 33, 1, 1, CF_CONTIG, NULL);
+        c->ip[0] = 2 + t % 2, c->ip[1] = 3, c->ip[2] = t;
+    }
+    /* win_part: ne [C, W, H], ip[0] the window; get_rel_pos: ip[0] qh = kh; add_rel_pos: ne pw's shape */
+    cf_add(l, CF_OP_WIN_PART, GGML_TYPE_F32, GGML_TYPE_F32, 7, 13, 11, 1, CF_CONTIG, NULL)->ip[0] = 5;
+    cf_add(l, CF_OP_WIN_PART, GGML_TYPE_F32, GGML_TYPE_F32, 33, 8, 8, 1, CF_CONTIG, NULL)->ip[0] = 4;
+    cf_add(l, CF_OP_GET_REL_POS, GGML_TYPE_F16, GGML_TYPE_F16, 33, 13, 1, 1, CF_CONTIG, NULL)->ip[0] = 7;
+    cf_add(l, CF_OP_ADD_REL_POS, GGML_TYPE_F32, GGML_TYPE_F32, 5, 4, 3, 2, CF_CONTIG, NULL);
+    cf_add(l, CF_OP_ADD_REL_POS, GGML_TYPE_F32, GGML_TYPE_F32, 7, 7, 2, 3, CF_INPLACE, NULL);
 }
 
 /*

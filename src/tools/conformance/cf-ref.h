@@ -1081,6 +1081,96 @@ static void cf_ref_upscale(struct cf_ref * r) {
     }
 }
 
+/* MAX of the window inside the data; AVG divides by the elements inside (the 1D pool does not count padding) */
+static void cf_ref_pool_1d(struct cf_ref * r) {
+    const struct cf_acc a = cf_acc_of(r->b, r->b->in[0], false);
+    const int * ip = r->c->ip;
+    CF_FOR4(r->ne, ow, i1, i2, i3) {
+        struct cf_sum acc = { 0, 0, 0 };
+        double mx = -FLT_MAX;
+        int64_t n = 0;
+        for (int64_t j = ow * ip[2] - ip[3]; j < ow * ip[2] - ip[3] + ip[1]; j++) {
+            if (j >= 0 && j < a.ne[0]) {
+                const double v = cf_at(&a, j, i1, i2, i3);
+                mx = v > mx ? v : mx;
+                cf_sum_add(&acc, v);
+                n++;
+            }
+        }
+        const double w = ip[0] == GGML_OP_POOL_MAX ? mx : n > 0 ? acc.s / (double) n : 0.0;
+        cf_put(r, ow, i1, i2, i3, w, ip[0] == GGML_OP_POOL_MAX ? 0.0 : cf_sum_tol(&acc, acc.s, GGML_TYPE_F32) + cf_eps(GGML_TYPE_F32) * fabs(w));
+    }
+}
+
+/* output (x*s + kx, y*s + ky, oc, n) gathers kernel (kx, ky, oc, ic) * data (x, y, ic, n) over ic, x, y */
+static void cf_ref_conv_transpose_2d(struct cf_ref * r) {
+    const struct cf_acc k = cf_acc_of(r->b, r->b->in[0], false);
+    const struct cf_acc x = cf_acc_of(r->b, r->b->in[1], false);
+    const int64_t st = r->c->ip[0];
+    CF_FOR4(r->ne, ox, oy, oc, n) {
+        struct cf_sum acc = { 0, 0, 0 };
+        for (int64_t ky = oy % st; ky < k.ne[1] && ky <= oy; ky += st) {
+            const int64_t y = (oy - ky) / st;
+            for (int64_t kx = ox % st; y < x.ne[1] && kx < k.ne[0] && kx <= ox; kx += st) {
+                const int64_t xx = (ox - kx) / st;
+                for (int64_t ic = 0; xx < x.ne[0] && ic < k.ne[3]; ic++) {
+                    cf_sum_add(&acc, cf_at(&k, kx, ky, oc, ic) * cf_at(&x, xx, y, ic, n));
+                }
+            }
+        }
+        cf_put(r, ox, oy, oc, n, acc.s, cf_sum_tol(&acc, acc.s, GGML_TYPE_F32) + CF_SUM_ULPS * cf_eps(GGML_TYPE_F32) * sqrt(acc.p2));
+    }
+}
+
+/* output (t, oc) sums the columns (oc*K + k, t_in) with t_in*s + k == t + p, in the columns' type */
+static void cf_ref_col2im_1d(struct cf_ref * r) {
+    const struct cf_acc a = cf_acc_of(r->b, r->b->in[0], false);
+    const int64_t s0 = r->c->ip[0], oc_n = r->c->ip[1], p0 = r->c->ip[2], K = a.ne[0] / oc_n;
+    const enum ggml_type ot = r->b->out->type;
+    CF_FOR4(r->ne, t, oc, i2, i3) {
+        struct cf_sum acc = { 0, 0, 0 };
+        for (int64_t ti = 0; ti < a.ne[1]; ti++) {
+            const int64_t k = t + p0 - ti * s0;
+            if (k >= 0 && k < K) {
+                cf_sum_add(&acc, cf_at(&a, oc * K + k, ti, 0, 0));
+            }
+        }
+        cf_put(r, t, oc, i2, i3, acc.s, cf_sum_tol(&acc, acc.s, ot));
+    }
+}
+
+/* window (px, py) = py*npx + px holds data (px*w + x, py*w + y), zeros past the data */
+static void cf_ref_win_part(struct cf_ref * r) {
+    const struct cf_acc a = cf_acc_of(r->b, r->b->in[0], false);
+    const int64_t w = r->c->ip[0], npx = (a.ne[1] + w - 1) / w;
+    CF_FOR4(r->ne, c, x, y, win) {
+        const int64_t sx = (win % npx) * w + x, sy = (win / npx) * w + y;
+        cf_put(r, c, x, y, win, sx < a.ne[1] && sy < a.ne[2] ? cf_at(&a, c, sx, sy, 0) : 0.0, 0.0);
+    }
+}
+
+static void cf_ref_get_rel_pos(struct cf_ref * r) {
+    const struct cf_acc a = cf_acc_of(r->b, r->b->in[0], false);
+    const int64_t kh = r->ne[1];
+    CF_FOR4(r->ne, c, k, q, i3) {
+        cf_put(r, c, k, q, i3, cf_at(&a, c, kh - 1 - k + q, 0, 0), 0.0);
+    }
+}
+
+/* a (kh*W + kw, h + H*q, b) + ph (kh, h, q, b) + pw (kw, h, q, b) */
+static void cf_ref_add_rel_pos(struct cf_ref * r) {
+    const struct cf_acc a  = cf_acc_of(r->b, r->b->in[0], false);
+    const struct cf_acc pw = cf_acc_of(r->b, r->b->in[1], false);
+    const struct cf_acc ph = cf_acc_of(r->b, r->b->in[2], false);
+    const int64_t W = pw.ne[0], H = pw.ne[1];
+    const double rtol = cf_rtol(2, GGML_TYPE_F32);
+    CF_FOR4(r->ne, i0, i1, i2, i3) {
+        const double v0 = cf_at(&a, i0, i1, i2, i3), v1 = cf_at(&ph, i0 / W, i1 % H, i1 / H, i2),
+                     v2 = cf_at(&pw, i0 % W, i1 % H, i1 / H, i2);
+        cf_put(r, i0, i1, i2, i3, v0 + v1 + v2, rtol * (fabs(v0) + fabs(v1) + fabs(v2)));
+    }
+}
+
 /* fills r->want and r->tol; sets r->failed when the reference could not be computed */
 static void cf_reference(struct cf_ref * r) {
     switch (r->c->op) {
@@ -1134,6 +1224,12 @@ static void cf_reference(struct cf_ref * r) {
     case CF_OP_CONV_2D_DW_DIRECT: cf_ref_conv_2d(r); break;
     case CF_OP_POOL_2D: cf_ref_pool_2d(r); break;
     case CF_OP_UPSCALE: cf_ref_upscale(r); break;
+    case CF_OP_POOL_1D: cf_ref_pool_1d(r); break;
+    case CF_OP_CONV_TRANSPOSE_2D: cf_ref_conv_transpose_2d(r); break;
+    case CF_OP_COL2IM_1D: cf_ref_col2im_1d(r); break;
+    case CF_OP_WIN_PART: cf_ref_win_part(r); break;
+    case CF_OP_GET_REL_POS: cf_ref_get_rel_pos(r); break;
+    case CF_OP_ADD_REL_POS: cf_ref_add_rel_pos(r); break;
     default: r->failed = true; break;
     }
 }
