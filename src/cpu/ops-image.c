@@ -110,23 +110,47 @@ static inline int64_t clamp_i(int64_t v, int64_t hi) {
     return v < 0 ? 0 : (v > hi ? hi : v);
 }
 
-static float sample_bilinear(const struct resample * rs, int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
-    const int64_t n0 = rs->src->ne[0], n1 = rs->src->ne[1];
+/* plain compares: fminf/fmaxf are library calls without -ffinite-math-only */
+static inline float min_f(float a, float b) {
+    return a < b ? a : b;
+}
+
+static inline float max_f(float a, float b) {
+    return a > b ? a : b;
+}
+
+/* floor for the sample positions (within int64 range): no libm call in the per-pixel loop */
+static inline int64_t floor_i(float v) {
+    const int64_t t = (int64_t) v;
+    return t - ((float) t > v);
+}
+
+/* one dst row of bilinear samples: the two source rows and their weight are the row's, x varies */
+static void row_bilinear(const struct resample * rs, char * d, size_t dnb0, int64_t ne0, int64_t i1, int64_t i2,
+                         int64_t i3) {
+    const struct ggml_tensor * src = rs->src;
+    const int64_t n0 = src->ne[0], n1 = src->ne[1];
     const float y = ((float) i1 + rs->off) / rs->sf1 - rs->off;
-    const float x = ((float) i0 + rs->off) / rs->sf0 - rs->off;
-    const int64_t y0 = clamp_i((int64_t) floorf(y), n1 - 1), y1 = clamp_i((int64_t) floorf(y) + 1, n1 - 1);
-    const int64_t x0 = clamp_i((int64_t) floorf(x), n0 - 1), x1 = clamp_i((int64_t) floorf(x) + 1, n0 - 1);
-    const float dy = fminf(fmaxf(y - (float) y0, 0.0f), 1.0f);
-    const float dx = fminf(fmaxf(x - (float) x0, 0.0f), 1.0f);
-    return px(rs, x0, y0, i2, i3) * (1 - dx) * (1 - dy) + px(rs, x1, y0, i2, i3) * dx * (1 - dy) +
-           px(rs, x0, y1, i2, i3) * (1 - dx) * dy + px(rs, x1, y1, i2, i3) * dx * dy;
+    const int64_t y0 = clamp_i(floor_i(y), n1 - 1), y1 = clamp_i(floor_i(y) + 1, n1 - 1);
+    const float dy = min_f(max_f(y - (float) y0, 0.0f), 1.0f);
+    const char * r0 = AT(src, 0, y0, i2, i3);
+    const char * r1 = AT(src, 0, y1, i2, i3);
+    const int64_t nb0 = (int64_t) src->nb[0];
+    for (int64_t i0 = 0; i0 < ne0; i0++) {
+        const float x = ((float) i0 + rs->off) / rs->sf0 - rs->off;
+        const int64_t x0 = clamp_i(floor_i(x), n0 - 1), x1 = clamp_i(floor_i(x) + 1, n0 - 1);
+        const float dx = min_f(max_f(x - (float) x0, 0.0f), 1.0f);
+        const float v = ld_f32(r0 + x0 * nb0) * (1 - dx) * (1 - dy) + ld_f32(r0 + x1 * nb0) * dx * (1 - dy) +
+                        ld_f32(r1 + x0 * nb0) * (1 - dx) * dy + ld_f32(r1 + x1 * nb0) * dx * dy;
+        st_f32(d + i0 * (int64_t) dnb0, v);
+    }
 }
 
 /* a triangle filter widened by the downscale factor (PyTorch's antialiased bilinear) */
 static float sample_antialias(const struct resample * rs, int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
     const int64_t n0 = rs->src->ne[0], n1 = rs->src->ne[1];
-    const float sup0 = fmaxf(1.0f, 1.0f / rs->sf0), inv0 = 1.0f / sup0;
-    const float sup1 = fmaxf(1.0f, 1.0f / rs->sf1), inv1 = 1.0f / sup1;
+    const float sup0 = max_f(1.0f, 1.0f / rs->sf0), inv0 = 1.0f / sup0;
+    const float sup1 = max_f(1.0f, 1.0f / rs->sf1), inv1 = 1.0f / sup1;
     const float x = ((float) i0 + rs->off) / rs->sf0;
     const float y = ((float) i1 + rs->off) / rs->sf1;
     const float fx0 = x - sup0 + rs->off, fx1 = x + sup0 + rs->off;
@@ -135,9 +159,9 @@ static float sample_antialias(const struct resample * rs, int64_t i0, int64_t i1
     const int64_t y_lo = fy0 > 0.0f ? (int64_t) fy0 : 0, y_hi = (int64_t) fy1 < n1 ? (int64_t) fy1 : n1;
     float val = 0.0f, total = 0.0f;
     for (int64_t sy = y_lo; sy < y_hi; sy++) {
-        const float wy = fmaxf(1.0f - fabsf(((float) sy - y + rs->off) * inv1), 0.0f);
+        const float wy = max_f(1.0f - fabsf(((float) sy - y + rs->off) * inv1), 0.0f);
         for (int64_t sx = x_lo; sx < x_hi; sx++) {
-            const float w = fmaxf(1.0f - fabsf(((float) sx - x + rs->off) * inv0), 0.0f) * wy;
+            const float w = max_f(1.0f - fabsf(((float) sx - x + rs->off) * inv0), 0.0f) * wy;
             if (w > 0.0f) {
                 val += px(rs, sx, sy, i2, i3) * w;
                 total += w;
@@ -162,7 +186,7 @@ static float sample_bicubic(const struct resample * rs, int64_t i0, int64_t i1, 
     const int64_t n0 = rs->src->ne[0], n1 = rs->src->ne[1];
     const float y = ((float) i1 + rs->off) / rs->sf1 - rs->off;
     const float x = ((float) i0 + rs->off) / rs->sf0 - rs->off;
-    const int64_t y0 = (int64_t) floorf(y), x0 = (int64_t) floorf(x);
+    const int64_t y0 = floor_i(y), x0 = floor_i(x);
     const float dy = y - (float) y0, dx = x - (float) x0;
     const float wx[4] = { cubic_far(dx + 1), cubic_near(dx), cubic_near(1 - dx), cubic_far(2 - dx) };
     const float wy[4] = { cubic_far(dy + 1), cubic_near(dy), cubic_near(1 - dy), cubic_far(2 - dy) };
@@ -202,18 +226,23 @@ void ggmlx_cpu_upscale(const struct ggmlx_cpu_params * params, struct ggml_tenso
         ggmlx_row_coords(dst, r, &i1, &i2, &i3);
         /* dims 2 and 3 are always nearest */
         const int64_t j2 = (int64_t) ((float) i2 / sf2), j3 = (int64_t) ((float) i3 / sf3);
-        for (int64_t i0 = 0; i0 < ne0; i0++) {
-            float v;
-            if (mode == GGML_SCALE_MODE_NEAREST) {
-                v = px(&rs, (int64_t) ((float) i0 / rs.sf0), (int64_t) ((float) i1 / rs.sf1), j2, j3);
-            } else if (mode == GGML_SCALE_MODE_BILINEAR && (flags & GGML_SCALE_FLAG_ANTIALIAS)) {
-                v = sample_antialias(&rs, i0, i1, j2, j3);
-            } else if (mode == GGML_SCALE_MODE_BILINEAR) {
-                v = sample_bilinear(&rs, i0, i1, j2, j3);
-            } else {
-                v = sample_bicubic(&rs, i0, i1, j2, j3);
+        char * d = DST_AT(dst, 0, i1, i2, i3);
+        if (mode == GGML_SCALE_MODE_BILINEAR && !(flags & GGML_SCALE_FLAG_ANTIALIAS)) {
+            row_bilinear(&rs, d, dst->nb[0], ne0, i1, j2, j3);
+            continue;
+        }
+        if (mode == GGML_SCALE_MODE_NEAREST) {
+            const char * row = AT(src, 0, (int64_t) ((float) i1 / rs.sf1), j2, j3);
+            for (int64_t i0 = 0; i0 < ne0; i0++) {
+                memcpy(d + i0 * (int64_t) dst->nb[0], row + (int64_t) ((float) i0 / rs.sf0) * (int64_t) src->nb[0],
+                       sizeof(float));
             }
-            st_f32(DST_AT(dst, i0, i1, i2, i3), v);
+            continue;
+        }
+        for (int64_t i0 = 0; i0 < ne0; i0++) {
+            const float v = mode == GGML_SCALE_MODE_BILINEAR ? sample_antialias(&rs, i0, i1, j2, j3)
+                                                             : sample_bicubic(&rs, i0, i1, j2, j3);
+            st_f32(d + i0 * (int64_t) dst->nb[0], v);
         }
     }
 }
