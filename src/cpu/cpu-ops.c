@@ -122,6 +122,13 @@ static ggmlx_cpu_kernel_t quant_kernel(const struct ggml_tensor * node, const ch
         }
         *why = dup_quant_refusal(node);
         return *why == NULL ? ggmlx_cpu_dup_quant : NULL;
+    /* attention and experts: every type combination is decided here, quantized or not */
+    case GGML_OP_FLASH_ATTN_EXT:
+        *why = ggmlx_cpu_flash_attn_refusal(node);
+        return *why == NULL ? ggmlx_cpu_flash_attn : NULL;
+    case GGML_OP_MUL_MAT_ID:
+        *why = ggmlx_cpu_mul_mat_id_refusal(node);
+        return *why == NULL ? ggmlx_cpu_mul_mat_id : NULL;
     default:
         return NULL;
     }
@@ -223,6 +230,9 @@ ggmlx_cpu_kernel_t ggmlx_cpu_kernel_for(const struct ggml_tensor * node) {
         return s0->type == GGML_TYPE_F32 ? ggmlx_cpu_soft_max : NULL;
     case GGML_OP_ROPE:
         return (s0->type == GGML_TYPE_F32 || s0->type == GGML_TYPE_F16) ? ggmlx_cpu_rope : NULL;
+    case GGML_OP_ADD_ID:
+        return s0->type == GGML_TYPE_F32 && s1->type == GGML_TYPE_F32 && node->src[2]->type == GGML_TYPE_I32 &&
+               node->type == GGML_TYPE_F32 ? ggmlx_cpu_add_id : NULL;
     default:
         return NULL;
     }
@@ -234,7 +244,7 @@ int ggmlx_cpu_n_tasks(const struct ggml_tensor * node, int n_threads) {
     }
     /* Waking a second thread costs a barrier (a few hundred ns on a shared vCPU); not worth it
      * below a few thousand elements of simple work. Matrix products are always worth it. */
-    if (node->op == GGML_OP_MUL_MAT) {
+    if (node->op == GGML_OP_MUL_MAT || node->op == GGML_OP_MUL_MAT_ID || node->op == GGML_OP_FLASH_ATTN_EXT) {
         return n_threads;
     }
     /* reductions read far more than they write; everything else costs about its output */
@@ -269,6 +279,10 @@ size_t ggmlx_cpu_work_size(const struct ggml_tensor * node, int n_tasks) {
     case GGML_OP_ARGSORT:
     case GGML_OP_TOP_K:
         return ggmlx_cpu_sort_work_size(node, n_tasks);
+    case GGML_OP_FLASH_ATTN_EXT:
+        return ggmlx_cpu_flash_attn_work_size(node, n_tasks);
+    case GGML_OP_MUL_MAT_ID:
+        return ggmlx_cpu_mul_mat_id_work_size(node, n_tasks);
     default:
         return 0;
     }
