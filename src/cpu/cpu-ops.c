@@ -122,11 +122,16 @@ static ggmlx_cpu_kernel_t quant_kernel(const struct ggml_tensor * node, const ch
         }
         *why = dup_quant_refusal(node);
         return *why == NULL ? ggmlx_cpu_dup_quant : NULL;
-    /* attention and experts: every type combination is decided here, quantized or not */
     case GGML_OP_FLASH_ATTN_EXT:
+        if (!ggml_is_quantized(node->src[1]->type) && !ggml_is_quantized(node->src[2]->type)) {
+            return NULL;
+        }
         *why = ggmlx_cpu_flash_attn_refusal(node);
         return *why == NULL ? ggmlx_cpu_flash_attn : NULL;
     case GGML_OP_MUL_MAT_ID:
+        if (!ggml_is_quantized(s0->type)) {
+            return NULL;
+        }
         *why = ggmlx_cpu_mul_mat_id_refusal(node);
         return *why == NULL ? ggmlx_cpu_mul_mat_id : NULL;
     default:
@@ -230,6 +235,10 @@ ggmlx_cpu_kernel_t ggmlx_cpu_kernel_for(const struct ggml_tensor * node) {
         return s0->type == GGML_TYPE_F32 ? ggmlx_cpu_soft_max : NULL;
     case GGML_OP_ROPE:
         return (s0->type == GGML_TYPE_F32 || s0->type == GGML_TYPE_F16) ? ggmlx_cpu_rope : NULL;
+    case GGML_OP_FLASH_ATTN_EXT: /* float K and V (quantized ones: quant_kernel) */
+        return ggmlx_cpu_flash_attn_refusal(node) == NULL ? ggmlx_cpu_flash_attn : NULL;
+    case GGML_OP_MUL_MAT_ID:
+        return ggmlx_cpu_mul_mat_id_refusal(node) == NULL ? ggmlx_cpu_mul_mat_id : NULL;
     case GGML_OP_ADD_ID:
         return s0->type == GGML_TYPE_F32 && s1->type == GGML_TYPE_F32 && node->src[2]->type == GGML_TYPE_I32 &&
                node->type == GGML_TYPE_F32 ? ggmlx_cpu_add_id : NULL;
