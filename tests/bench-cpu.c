@@ -41,7 +41,7 @@ struct result {
     char   shape[64];
 };
 
-#define MAX_RESULTS 32
+#define MAX_RESULTS 64
 
 static struct result g_results[MAX_RESULTS];
 static int           g_n_results;
@@ -540,6 +540,8 @@ static void print_json(void) {
     printf("  ]\n}\n");
 }
 
+#include "bench-cpu-attn.h"
+
 int main(int argc, char ** argv) {
     bool quick = false, json = false;
     const char * only = NULL;
@@ -595,6 +597,10 @@ int main(int argc, char ** argv) {
     }
     if (WANT("add_chain")) {
         rc |= bench_add_chain(chain, 16, quick ? 3 : 20);
+    }
+    /* attention and experts (tests/bench-cpu-attn.h) */
+    if (WANT("attn")) {
+        rc |= bench_attn_rows(quick, runs);
     }
 #undef WANT
 
