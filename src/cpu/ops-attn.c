@@ -147,7 +147,18 @@ fa_dots_nh(int64_t n, const void * k, enum ggml_type t, const float * q, size_t 
             acc[j] = _mm512_fmadd_ps(kv, _mm512_loadu_ps(q + j * qs + i), acc[j]);
         }
     }
-    for (int j = 0; j < NH; j++) {
+    /* four sums at a time through a horizontal-add tree, cheaper than four reductions */
+    int j = 0;
+    for (; j + 4 <= NH; j += 4) {
+        __m256 y[4];
+        for (int i = 0; i < 4; i++) {
+            y[i] = _mm256_add_ps(_mm512_castps512_ps256(acc[j + i]),
+                                 _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc[j + i]), 1)));
+        }
+        const __m256 h = _mm256_hadd_ps(_mm256_hadd_ps(y[0], y[1]), _mm256_hadd_ps(y[2], y[3]));
+        _mm_storeu_ps(out + j, _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1)));
+    }
+    for (; j < NH; j++) {
         out[j] = _mm512_reduce_add_ps(acc[j]);
     }
 }
@@ -168,6 +179,35 @@ fa_axpys_nh(int64_t n, const void * v, enum ggml_type t, float * acc, size_t as,
     }
 }
 
+/*
+ * The whole block of V rows into the NH accumulators, 32 columns at a time: the accumulators'
+ * columns stay in registers across the block's tokens (loaded and stored once per block).
+ */
+__attribute__((target("avx512f,f16c"), always_inline)) static inline void
+fa_vblock_nh(int64_t n, const char * v, size_t vnb, enum ggml_type t, int64_t nc, const float * w, float * acc,
+             size_t as, const int NH) {
+    for (int64_t i = 0; i < n; i += 32) {
+        __m512 a0[FA_HEADS], a1[FA_HEADS];
+        for (int j = 0; j < NH; j++) {
+            a0[j] = _mm512_loadu_ps(acc + j * as + i);
+            a1[j] = _mm512_loadu_ps(acc + j * as + i + 16);
+        }
+        for (int64_t c = 0; c < nc; c++) {
+            const char * vr = v + c * vnb;
+            const __m512 v0 = fa_load16(vr, t, i), v1 = fa_load16(vr, t, i + 16);
+            for (int j = 0; j < NH; j++) {
+                const __m512 p = _mm512_set1_ps(w[c * FA_HEADS + j]);
+                a0[j] = _mm512_fmadd_ps(p, v0, a0[j]);
+                a1[j] = _mm512_fmadd_ps(p, v1, a1[j]);
+            }
+        }
+        for (int j = 0; j < NH; j++) {
+            _mm512_storeu_ps(acc + j * as + i, a0[j]);
+            _mm512_storeu_ps(acc + j * as + i + 16, a1[j]);
+        }
+    }
+}
+
 #define FA_NH_CASES(call) \
     switch (nh) {         \
     case 1: call(1); break; case 2: call(2); break; case 3: call(3); break; case 4: call(4); break; \
@@ -183,6 +223,14 @@ __attribute__((target("avx512f,f16c"))) static void fa_dots_avx512(int64_t n, co
 __attribute__((target("avx512f,f16c"))) static void fa_axpys_avx512(int64_t n, const void * v, enum ggml_type t,
                                                                   float * acc, size_t as, const float * p, int nh) {
 #define FA_CALL(NH) fa_axpys_nh(n, v, t, acc, as, p, NH)
+    FA_NH_CASES(FA_CALL)
+#undef FA_CALL
+}
+
+__attribute__((target("avx512f,f16c"))) static void fa_vblock_avx512(int64_t n, const char * v, size_t vnb,
+                                                                        enum ggml_type t, int64_t nc, const float * w,
+                                                                        float * acc, size_t as, int nh) {
+#define FA_CALL(NH) fa_vblock_nh(n, v, vnb, t, nc, w, acc, as, NH)
     FA_NH_CASES(FA_CALL)
 #undef FA_CALL
 }
@@ -285,6 +333,7 @@ struct fa_plan {
     size_t  per_thread; /* bytes of scratch per thread */
     bool    fast_k, fast_v; /* rows converted in registers (AVX-512) */
     ggml_to_float_t k_to_float, v_to_float; /* quantized rows without the fast path */
+    size_t  v_row_bytes;
 };
 
 static bool fa_fast_type(enum ggml_type t, int64_t n) {
@@ -304,6 +353,7 @@ static void fa_make_plan(const struct ggml_tensor * dst, int nth, struct fa_plan
     p->n_kv      = k->ne[1];
     p->n_head_kv = k->ne[2];
     p->group     = p->n_head_kv > 0 ? p->n_head / p->n_head_kv : 1;
+    p->v_row_bytes = ggml_row_size(v->type, v->ne[0]);
     p->k_to_float = fa_float_type(k->type) ? NULL : ggml_get_type_traits(k->type)->to_float;
     p->v_to_float = fa_float_type(v->type) ? NULL : ggml_get_type_traits(v->type)->to_float;
 #if defined(__x86_64__)
@@ -464,6 +514,11 @@ static void fa_unit(const struct fa_plan * p, const struct ggml_tensor * dst, co
             }
             any = true;
             const char * kr = kbase + ic * k->nb[1];
+            /* the V row is read after the whole block's logits: start fetching it now */
+            const char * vr_next = vbase + ic * v->nb[1];
+            for (size_t o = 0; o < p->v_row_bytes; o += 64) {
+                __builtin_prefetch(vr_next + o, 0, 3);
+            }
 #if defined(__x86_64__)
             if (p->fast_k) {
                 fa_dots_avx512(p->DK, kr, k->type, w->q, p->DKa, (int) nh, d);
@@ -502,6 +557,12 @@ static void fa_unit(const struct fa_plan * p, const struct ggml_tensor * dst, co
             }
         }
         /* values: each row converted once, added into every head that weighs it */
+#if defined(__x86_64__)
+        if (p->fast_v && p->DV % 32 == 0) {
+            fa_vblock_avx512(p->DV, vbase + c0 * v->nb[1], v->nb[1], v->type, nc, w->s, w->acc, p->DVa, (int) nh);
+            continue;
+        }
+#endif
         for (int64_t c = 0; c < nc; c++) {
             const float * sc = w->s + c * FA_HEADS;
             bool live = false;
