@@ -4,8 +4,10 @@
  *                         K and V read (compare with mem_read)
  *   flash_attn_prefill / attn_unfused_prefill   512 queries over 512 tokens with a causal mask,
  *                         the fused op against mul_mat + soft_max_ext + mul_mat: GFLOP/s
- *   mul_mat_id_T / mul_mat_dense_T   8 of 64 experts, batch 1 (GB/s of active weights) and 512
- *                         (GFLOP/s), against one dense mul_mat over the same bytes of weights
+ *   mul_mat_id_T / mul_mat_dense_T   8 of 64 experts, against one dense mul_mat over the same bytes
+ *                         of weights: batch 1 (GB/s), the 8 used experts' rows times one vector;
+ *                         batch 512 (GFLOP/s), every expert touched, so all 64 experts' rows times
+ *                         the 64 rows each expert meets (the same flops)
  */
 #ifndef GGMLX_BENCH_CPU_ATTN_H
 #define GGMLX_BENCH_CPU_ATTN_H
@@ -123,7 +125,10 @@ static int bench_flash_attn_prefill(enum ggml_type kv, int runs) {
 static int bench_mul_mat_id(enum ggml_type t, int64_t n_tok, int runs) {
     const int64_t K = 2048, N = 768, n_exp = 64, n_used = 8;
     const size_t wbytes = ggml_row_size(t, K) * (size_t) (N * n_exp);
-    const size_t dbytes = ggml_row_size(t, K) * (size_t) (N * n_used);
+    const bool    vec    = n_tok == 1;
+    const int64_t d_rows = vec ? N * n_used : N * n_exp;             /* the weights read */
+    const int64_t d_m    = vec ? 1 : n_tok * n_used / n_exp;         /* rows per expert */
+    const size_t  dbytes = ggml_row_size(t, K) * (size_t) d_rows;
     struct ggml_context * ctx = ba_ctx(wbytes + dbytes + (size_t) (K + N * n_used) * (size_t) n_tok * 8 +
                                        (size_t) (n_used * n_tok) * 4);
     if (ctx == NULL) {
@@ -133,8 +138,9 @@ static int bench_mul_mat_id(enum ggml_type t, int64_t n_tok, int runs) {
     struct ggml_tensor * b   = ggml_new_tensor_3d(ctx, GGML_TYPE_F32, K, 1, n_tok);
     struct ggml_tensor * ids = ggml_new_tensor_2d(ctx, GGML_TYPE_I32, n_used, n_tok);
     struct ggml_tensor * o   = ggml_mul_mat_id(ctx, as, b, ids);
-    struct ggml_tensor * w   = ggml_new_tensor_2d(ctx, t, K, N * n_used);
-    struct ggml_tensor * d   = ggml_mul_mat(ctx, w, ggml_reshape_2d(ctx, b, K, n_tok));
+    struct ggml_tensor * w   = ggml_new_tensor_2d(ctx, t, K, d_rows);
+    struct ggml_tensor * bd  = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, K, d_m);
+    struct ggml_tensor * d   = ggml_mul_mat(ctx, w, bd);
     struct ggml_cgraph * gf = ggml_new_graph(ctx);
     struct ggml_cgraph * gd = ggml_new_graph(ctx);
     int rc = o == NULL || d == NULL || gf == NULL || gd == NULL;
@@ -143,6 +149,7 @@ static int bench_mul_mat_id(enum ggml_type t, int64_t n_tok, int runs) {
         ggml_build_forward_expand(gd, d);
         rc |= ba_fill(as, 31) | ba_fill(w, 32);
         fill(b, 33);
+        fill(bd, 34);
         /* each token picks n_used distinct experts, spread evenly over all of them */
         for (int64_t i = 0; i < n_tok; i++) {
             for (int64_t e = 0; e < n_used; e++) {
@@ -150,14 +157,16 @@ static int bench_mul_mat_id(enum ggml_type t, int64_t n_tok, int runs) {
             }
         }
         char name[48], shape[80];
-        const bool vec = n_tok == 1;
         snprintf(shape, sizeof shape, "%lld of %lld experts %lldx%lld, batch %lld", (long long) n_used,
                  (long long) n_exp, (long long) N, (long long) K, (long long) n_tok);
         const double work = vec ? (double) dbytes : 2.0 * (double) (K * N * n_used * n_tok);
+        char dshape[80];
+        snprintf(dshape, sizeof dshape, "%lldx%lld * %lldx%lld", (long long) d_rows, (long long) K, (long long) K,
+                 (long long) d_m);
         snprintf(name, sizeof name, "mul_mat_id_%s%s", ggml_type_name(t), vec ? "_vec" : "");
         rc |= time_rate(gf, runs, name, shape, work, vec ? "GB/s" : "GFLOP/s");
         snprintf(name, sizeof name, "mul_mat_dense_%s%s", ggml_type_name(t), vec ? "_vec" : "");
-        rc |= time_rate(gd, runs, name, shape, work, vec ? "GB/s" : "GFLOP/s");
+        rc |= time_rate(gd, runs, name, dshape, work, vec ? "GB/s" : "GFLOP/s");
     }
     ggml_free(ctx);
     return rc;
