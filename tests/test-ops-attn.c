@@ -357,6 +357,18 @@ Test(flash_attn, head_size_40) {
     run_case(&c, 18);
 }
 
+/* 80 is whole vectors of 16 but not of 32 (the row-at-a-time value path) */
+Test(flash_attn, head_size_80) {
+    struct fa_case c = base();
+    c.DK = 80;
+    c.DV = 80;
+    c.unfused = true;
+    run_case(&c, 22);
+    c.kt = GGML_TYPE_F32;
+    c.vt = GGML_TYPE_BF16;
+    run_case(&c, 23);
+}
+
 Test(flash_attn, head_size_256) {
     struct fa_case c = base();
     c.DK = 256;
