@@ -1,7 +1,7 @@
 /*
  * bench-cpu.c -- CPU throughput: matrix products and per-node overhead of the graph executor.
  *
- *   bench-cpu [--quick] [--json] [--runs N] [--only fma_peak|mul_mat|mul_mat_vec|mem_read|cpy|add_chain]
+ *   bench-cpu [--quick] [--json] [--runs N] [--only fma_peak|mul_mat|mul_mat_vec|mem_read|cpy|add_chain|attn]
  *
  * mul_mat: a (weights, F32/F16/BF16) [K=4096, N=4096] times b (F32) [K, M=512], 2*K*N*M flops,
  * on 1 and 2 threads; reported as GFLOP/s, best of a few runs after a warm-up. mul_mat_f32_pair:

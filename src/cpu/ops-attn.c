@@ -7,7 +7,9 @@
  * that KV head): a unit reads each K and V row once and uses it for all of its heads, which for
  * grouped-query attention divides the K/V traffic by the group size. Tokens are taken in blocks
  * of FA_BLOCK: all logits of a block first, then one rescale of the accumulators per head, then
- * the V rows, each converted to F32 once and added into every head's accumulator.
+ * the V rows, each converted to F32 once and added into every head's accumulator (32 columns of
+ * every accumulator held in registers across the block's rows). V rows are prefetched while the
+ * block's logits are computed.
  *
  * K and V rows are read as F32 (q is never rounded): F32, F16, BF16, Q8_0 and Q4_0 rows are
  * converted 16 values at a time in registers and meet every head of the unit there (AVX-512);
