@@ -1755,6 +1755,71 @@ extern "C" {
             struct ggml_tensor  * a,
             int                   k);
 
+    /* ---- attention and experts ---- */
+
+    /* indices (I32) of each row's k largest elements, largest first (a view of a descending argsort) */
+    GGML_API struct ggml_tensor * ggml_argsort_top_k(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a,
+            int                   k);
+
+    /* adds sinks (F32 [a's ne2]) to a soft_max_ext result: one extra logit per head, no output */
+    GGML_API void ggml_soft_max_add_sinks(
+            struct ggml_tensor * a,
+            struct ggml_tensor * sinks);
+
+    /*
+     * Fused attention: softmax(scale * K^T Q + slope * mask) V, with memory independent of n_kv^2.
+     *   q:    [n_embd_k, n_batch, n_head,    ne3 ]  F32
+     *   k:    [n_embd_k, n_kv,    n_head_kv, ne3 ]  F32, F16, BF16 or quantized
+     *   v:    [n_embd_v, n_kv,    n_head_kv, ne3 ]  !! not transposed !!
+     *   mask: [n_kv,     n_batch, ne32,      ne33]  F16 or F32 (more rows than n_batch allowed)
+     *   res:  [n_embd_v, n_head,  n_batch,   ne3 ]  !! permuted !!
+     * broadcast: n_head % n_head_kv == 0, n_head % ne32 == 0, ne3 % ne33 == 0.
+     * logit_softcap > 0 replaces each logit s by logit_softcap * tanh(s / logit_softcap).
+     */
+    GGML_API struct ggml_tensor * ggml_flash_attn_ext(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * q,
+            struct ggml_tensor  * k,
+            struct ggml_tensor  * v,
+            struct ggml_tensor  * mask,
+            float                 scale,
+            float                 max_bias,
+            float                 logit_softcap);
+
+    GGML_API void ggml_flash_attn_ext_set_prec(
+            struct ggml_tensor * a,
+            enum ggml_prec       prec);
+
+    GGML_API enum ggml_prec ggml_flash_attn_ext_get_prec(
+            const struct ggml_tensor * a);
+
+    /* sinks: F32 [n_head], one extra logit per head joining each row's softmax */
+    GGML_API void ggml_flash_attn_ext_add_sinks(
+            struct ggml_tensor * a,
+            struct ggml_tensor * sinks);
+
+    /*
+     * Indirect matrix multiplication (mixture of experts):
+     *   as:  [K, N, n_expert]  F32, F16, BF16 or quantized, one matrix per expert
+     *   b:   [K, n_b, n_tokens] F32 (n_b 1 or n_expert_used)
+     *   ids: [n_expert_used, n_tokens] I32
+     *   res: [N, n_expert_used, n_tokens] F32, res[:, e, t] = as[ids[e, t]] * b[:, e % n_b, t]
+     */
+    GGML_API struct ggml_tensor * ggml_mul_mat_id(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * as,
+            struct ggml_tensor  * b,
+            struct ggml_tensor  * ids);
+
+    /* res[:, e, t] = a[:, e, t] + b[:, ids[e, t]] (a F32 [ne0, n_used, n_tokens], b F32 [ne0, n_expert]) */
+    GGML_API struct ggml_tensor * ggml_add_id(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a,
+            struct ggml_tensor  * b,
+            struct ggml_tensor  * ids);
+
     /*
      * Unary ops by enum (see enum ggml_unary_op for the list ggmlx computes).
      */

@@ -1,7 +1,7 @@
 /*
  * bench-cpu.c -- CPU throughput: matrix products and per-node overhead of the graph executor.
  *
- *   bench-cpu [--quick] [--json] [--runs N] [--only fma_peak|mul_mat|mul_mat_vec|mem_read|cpy|add_chain|conv]
+ *   bench-cpu [--quick] [--json] [--runs N] [--only fma_peak|mul_mat|mul_mat_vec|mem_read|cpy|add_chain|conv|attn]
  *
  * mul_mat: a (weights, F32/F16/BF16) [K=4096, N=4096] times b (F32) [K, M=512], 2*K*N*M flops,
  * on 1 and 2 threads; reported as GFLOP/s, best of a few runs after a warm-up. mul_mat_f32_pair:
@@ -44,7 +44,7 @@ struct result {
     char   shape[64];
 };
 
-#define MAX_RESULTS 32
+#define MAX_RESULTS 64
 
 static struct result g_results[MAX_RESULTS];
 static int           g_n_results;
@@ -573,6 +573,8 @@ static void print_json(void) {
     printf("  ]\n}\n");
 }
 
+#include "bench-cpu-attn.h"
+
 int main(int argc, char ** argv) {
     bool quick = false, json = false;
     const char * only = NULL;
@@ -632,6 +634,10 @@ int main(int argc, char ** argv) {
     if (WANT("conv")) {
         rc |= bench_conv(false, quick ? 32 : 256, quick ? 16 : 64, quick ? 2 : 3);
         rc |= bench_conv(true, quick ? 32 : 256, quick ? 16 : 64, quick ? 2 : 3);
+    }
+    /* attention and experts (tests/bench-cpu-attn.h) */
+    if (WANT("attn")) {
+        rc |= bench_attn_rows(quick, runs);
     }
 #undef WANT
 

@@ -126,6 +126,18 @@ static ggmlx_cpu_kernel_t quant_kernel(const struct ggml_tensor * node, const ch
         }
         *why = dup_quant_refusal(node);
         return *why == NULL ? ggmlx_cpu_dup_quant : NULL;
+    case GGML_OP_FLASH_ATTN_EXT:
+        if (!ggml_is_quantized(node->src[1]->type) && !ggml_is_quantized(node->src[2]->type)) {
+            return NULL;
+        }
+        *why = ggmlx_cpu_flash_attn_refusal(node);
+        return *why == NULL ? ggmlx_cpu_flash_attn : NULL;
+    case GGML_OP_MUL_MAT_ID:
+        if (!ggml_is_quantized(s0->type)) {
+            return NULL;
+        }
+        *why = ggmlx_cpu_mul_mat_id_refusal(node);
+        return *why == NULL ? ggmlx_cpu_mul_mat_id : NULL;
     default:
         return NULL;
     }
@@ -281,6 +293,13 @@ ggmlx_cpu_kernel_t ggmlx_cpu_kernel_for(const struct ggml_tensor * node) {
         return s0->type == GGML_TYPE_F32 && node->type == GGML_TYPE_F32 && ggml_is_contiguous(s0) && ggml_is_contiguous(node) &&
                node->src[1]->type == GGML_TYPE_F32 && node->src[2]->type == GGML_TYPE_F32 &&
                ggml_is_contiguous(node->src[1]) && ggml_is_contiguous(node->src[2]) ? ggmlx_cpu_add_rel_pos : NULL;
+    case GGML_OP_FLASH_ATTN_EXT: /* float K and V (quantized ones: quant_kernel) */
+        return ggmlx_cpu_flash_attn_refusal(node) == NULL ? ggmlx_cpu_flash_attn : NULL;
+    case GGML_OP_MUL_MAT_ID:
+        return ggmlx_cpu_mul_mat_id_refusal(node) == NULL ? ggmlx_cpu_mul_mat_id : NULL;
+    case GGML_OP_ADD_ID:
+        return s0->type == GGML_TYPE_F32 && s1->type == GGML_TYPE_F32 && node->src[2]->type == GGML_TYPE_I32 &&
+               node->type == GGML_TYPE_F32 ? ggmlx_cpu_add_id : NULL;
     default:
         return NULL;
     }
@@ -292,7 +311,7 @@ int ggmlx_cpu_n_tasks(const struct ggml_tensor * node, int n_threads) {
     }
     /* Waking a second thread costs a barrier (a few hundred ns on a shared vCPU); not worth it
      * below a few thousand elements of simple work. Matrix products are always worth it. */
-    if (node->op == GGML_OP_MUL_MAT) {
+    if (node->op == GGML_OP_MUL_MAT || node->op == GGML_OP_MUL_MAT_ID || node->op == GGML_OP_FLASH_ATTN_EXT) {
         return n_threads;
     }
     /* convolutions cost their output times the kernel volume: worth threads even when small */
@@ -339,6 +358,10 @@ size_t ggmlx_cpu_work_size(const struct ggml_tensor * node, int n_tasks) {
     case GGML_OP_ARGSORT:
     case GGML_OP_TOP_K:
         return ggmlx_cpu_sort_work_size(node, n_tasks);
+    case GGML_OP_FLASH_ATTN_EXT:
+        return ggmlx_cpu_flash_attn_work_size(node, n_tasks);
+    case GGML_OP_MUL_MAT_ID:
+        return ggmlx_cpu_mul_mat_id_work_size(node, n_tasks);
     default:
         return 0;
     }

@@ -172,5 +172,18 @@ void ggmlx_cpu_win_part   (const struct ggmlx_cpu_params * params, struct ggml_t
 void ggmlx_cpu_win_unpart (const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
 void ggmlx_cpu_get_rel_pos(const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
 void ggmlx_cpu_add_rel_pos(const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
+/* ---- attention and experts ---- */
+/* ops-softmax.c: ALiBi slope of head h of n_head (1 when max_bias <= 0), shared with FLASH_ATTN_EXT */
+float ggmlx_cpu_alibi_slope(float max_bias, int64_t n_head, int64_t h);
+/* ops-attn.c: FLASH_ATTN_EXT (F32 q; F32, F16, BF16 or quantized K and V; F16/F32 mask; sinks) */
+void         ggmlx_cpu_flash_attn(const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
+size_t       ggmlx_cpu_flash_attn_work_size(const struct ggml_tensor * dst, int n_tasks);
+const char * ggmlx_cpu_flash_attn_refusal(const struct ggml_tensor * dst); /* NULL: supported */
+float        ggmlx_cpu_dot_float_row(int64_t n, const void * row, enum ggml_type t, const float * y);
+/* ops-moe.c: MUL_MAT_ID (any weight type with a CPU vec_dot, F32 b, I32 ids), ADD_ID (F32) */
+void         ggmlx_cpu_mul_mat_id(const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
+size_t       ggmlx_cpu_mul_mat_id_work_size(const struct ggml_tensor * dst, int n_tasks);
+const char * ggmlx_cpu_mul_mat_id_refusal(const struct ggml_tensor * dst); /* NULL: supported */
+void         ggmlx_cpu_add_id(const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
 
 #endif /* GGMLX_CPU_OPS_H */

@@ -419,6 +419,34 @@ static struct ggml_tensor * cf_build_op(struct cf_build * b, const struct cf_op_
         y = cf_input(b, c->t0, c->ne, false, CF_FILL_UNIFORM, -2.0, 2.0);
         return a == NULL || x == NULL || y == NULL ? NULL
                : inplace ? ggml_add_rel_pos_inplace(ctx, a, x, y) : ggml_add_rel_pos(ctx, a, x, y);
+    case CF_OP_ADD_ID:
+        a = cf_input(b, GGML_TYPE_F32, c->ne, false, CF_FILL_UNIFORM, -2.0, 2.0);
+        x = cf_input(b, GGML_TYPE_F32, c->nb, false, CF_FILL_UNIFORM, -2.0, 2.0);
+        cf_ne(ne, c->ne[1], c->ne[2], 1, 1);
+        y = cf_input(b, GGML_TYPE_I32, ne, false, CF_FILL_INT, 0, (double) (c->nb[1] - 1));
+        return a == NULL || x == NULL || y == NULL ? NULL : ggml_add_id(ctx, a, x, y);
+    case CF_OP_MUL_MAT_ID:
+        a = cf_input(b, c->t0, c->ne, false, CF_FILL_UNIFORM, -1.0, 1.0);
+        x = cf_input(b, GGML_TYPE_F32, c->nb, permuted, CF_FILL_UNIFORM, -1.0, 1.0);
+        cf_ne(ne, c->ip[0], c->nb[2], 1, 1);
+        y = cf_input(b, GGML_TYPE_I32, ne, false, CF_FILL_INT, 0, (double) (c->ne[2] - 1));
+        return a == NULL || x == NULL || y == NULL ? NULL : ggml_mul_mat_id(ctx, a, x, y);
+    case CF_OP_FLASH_ATTN_EXT: {
+        struct ggml_tensor * q = cf_input(b, GGML_TYPE_F32, c->ne, false, CF_FILL_UNIFORM, -1.0, 1.0);
+        cf_ne(ne, c->ne[0], c->nb[1], c->nb[2], c->ne[3]);
+        struct ggml_tensor * k = cf_input(b, c->t0, ne, false, CF_FILL_UNIFORM, -1.0, 1.0);
+        cf_ne(ne, c->nb[0], c->nb[1], c->nb[2], c->ne[3]);
+        struct ggml_tensor * v = cf_input(b, c->t0, ne, false, CF_FILL_UNIFORM, -1.0, 1.0);
+        struct ggml_tensor * m = NULL;
+        if (c->ip[0]) {
+            cf_ne(ne, c->nb[1], c->ne[1] + c->ip[1], 1, 1);
+            m = cf_input(b, c->t1, ne, false, CF_FILL_CAUSAL, 0, 0);
+        }
+        if (q == NULL || k == NULL || v == NULL || (c->ip[0] && m == NULL)) {
+            return NULL;
+        }
+        return ggml_flash_attn_ext(ctx, q, k, v, m, c->fp[0], c->fp[1], c->fp[2]);
+    }
     }
     return NULL;
 }

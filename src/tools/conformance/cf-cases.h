@@ -67,6 +67,9 @@ enum cf_op {
     CF_OP_WIN_PART,
     CF_OP_GET_REL_POS,
     CF_OP_ADD_REL_POS,
+    CF_OP_ADD_ID,
+    CF_OP_MUL_MAT_ID,
+    CF_OP_FLASH_ATTN_EXT,
 };
 
 /*
@@ -133,6 +136,7 @@ static const char * cf_op_label(const struct cf_op_case * c) {
         "pad_reflect_1d",
         "im2col", "conv_2d_direct", "conv_2d_dw_direct", "pool_2d", "interpolate",
         "pool_1d", "conv_transpose_2d_p0", "col2im_1d", "win_part", "get_rel_pos", "add_rel_pos",
+        "add_id", "mul_mat_id", "flash_attn_ext",
     };
     return names[c->op];
 }
@@ -799,6 +803,45 @@ static void cf_cases_conv(struct cf_case_list * l) {
     cf_add(l, CF_OP_GET_REL_POS, GGML_TYPE_F16, GGML_TYPE_F16, 33, 13, 1, 1, CF_CONTIG, NULL)->ip[0] = 7;
     cf_add(l, CF_OP_ADD_REL_POS, GGML_TYPE_F32, GGML_TYPE_F32, 5, 4, 3, 2, CF_CONTIG, NULL);
     cf_add(l, CF_OP_ADD_REL_POS, GGML_TYPE_F32, GGML_TYPE_F32, 7, 7, 2, 3, CF_INPLACE, NULL);
+ * Experts and fused attention. add_id: a [ne0, n_used, n_tok], nb = b [ne0, n_expert].
+ * mul_mat_id: ne = the experts [K, N, n_expert], nb = b [K, n_b, n_tok], ip[0] = n_used.
+ * flash_attn_ext: ne = q [DK, n_q, n_head, ne3], nb = v [DV, n_kv, n_head_kv], t0 the K/V type,
+ * ip[0] 1 for a causal F16 mask (ip[1] extra mask rows), fp scale, max_bias, logit_softcap.
+ */
+static void cf_cases_experts_flash(struct cf_case_list * l) {
+    struct cf_op_case * c = cf_add(l, CF_OP_ADD_ID, GGML_TYPE_F32, GGML_TYPE_F32, 33, 4, 5, 1, CF_CONTIG, NULL);
+    c->nb[0] = 33, c->nb[1] = 7, c->nb[2] = 1, c->nb[3] = 1;
+    const enum ggml_type et[] = { GGML_TYPE_F32, GGML_TYPE_F16, GGML_TYPE_BF16, GGML_TYPE_Q8_0, GGML_TYPE_Q4_0,
+                                  GGML_TYPE_Q4_K };
+    for (int t = 0; t < 6; t++) {
+        const int64_t K = ggml_blck_size(et[t]) == 256 ? 256 : 96;
+        /* one token (a vector per expert), then a batch sharing one b row, then one b row per used expert */
+        c = cf_add(l, CF_OP_MUL_MAT_ID, et[t], GGML_TYPE_F32, K, 37, 8, 1, CF_CONTIG, "vec");
+        c->nb[0] = K, c->nb[1] = 1, c->nb[2] = 1, c->nb[3] = 1, c->ip[0] = 3;
+        c = cf_add(l, CF_OP_MUL_MAT_ID, et[t], GGML_TYPE_F32, K, 21, 4, 1, CF_CONTIG, "batch");
+        c->nb[0] = K, c->nb[1] = 1, c->nb[2] = 40, c->nb[3] = 1, c->ip[0] = 2;
+        c = cf_add(l, CF_OP_MUL_MAT_ID, et[t], GGML_TYPE_F32, K, 16, 5, 1, CF_PERMUTED, "per_used");
+        c->nb[0] = K, c->nb[1] = 3, c->nb[2] = 6, c->nb[3] = 1, c->ip[0] = 3;
+    }
+    const enum ggml_type kv[] = { GGML_TYPE_F32, GGML_TYPE_F16, GGML_TYPE_BF16, GGML_TYPE_Q8_0, GGML_TYPE_Q4_0 };
+    for (int t = 0; t < 5; t++) {
+        /* decode with grouped-query heads and a mask; prefill with a causal mask padded with rows */
+        c = cf_add(l, CF_OP_FLASH_ATTN_EXT, kv[t], GGML_TYPE_F16, 64, 1, 8, 1, CF_CONTIG, "decode");
+        c->nb[0] = 64, c->nb[1] = 77, c->nb[2] = 2, c->nb[3] = 1, c->ip[0] = 1, c->fp[0] = 0.125f;
+        c = cf_add(l, CF_OP_FLASH_ATTN_EXT, kv[t], GGML_TYPE_F16, 128, 9, 4, 2, CF_CONTIG, "prefill");
+        c->nb[0] = 128, c->nb[1] = 40, c->nb[2] = 4, c->nb[3] = 1, c->ip[0] = 1, c->ip[1] = 7, c->fp[0] = 0.088f;
+    }
+    /* no mask; ALiBi; soft-capping; head sizes 40 and 576/512 */
+    c = cf_add(l, CF_OP_FLASH_ATTN_EXT, GGML_TYPE_F16, GGML_TYPE_F16, 64, 3, 4, 1, CF_CONTIG, "nomask");
+    c->nb[0] = 64, c->nb[1] = 50, c->nb[2] = 1, c->nb[3] = 1, c->fp[0] = 0.125f;
+    c = cf_add(l, CF_OP_FLASH_ATTN_EXT, GGML_TYPE_F16, GGML_TYPE_F16, 64, 3, 6, 1, CF_CONTIG, "alibi");
+    c->nb[0] = 64, c->nb[1] = 50, c->nb[2] = 3, c->nb[3] = 1, c->ip[0] = 1, c->fp[0] = 0.125f, c->fp[1] = 8.0f;
+    c = cf_add(l, CF_OP_FLASH_ATTN_EXT, GGML_TYPE_F16, GGML_TYPE_F16, 64, 3, 2, 1, CF_CONTIG, "softcap");
+    c->nb[0] = 64, c->nb[1] = 50, c->nb[2] = 1, c->nb[3] = 1, c->ip[0] = 1, c->fp[0] = 1.0f, c->fp[2] = 3.0f;
+    c = cf_add(l, CF_OP_FLASH_ATTN_EXT, GGML_TYPE_F16, GGML_TYPE_F16, 40, 2, 2, 1, CF_CONTIG, "d40");
+    c->nb[0] = 40, c->nb[1] = 33, c->nb[2] = 2, c->nb[3] = 1, c->ip[0] = 1, c->fp[0] = 0.15f;
+    c = cf_add(l, CF_OP_FLASH_ATTN_EXT, GGML_TYPE_F16, GGML_TYPE_F16, 576, 2, 2, 1, CF_CONTIG, "d576_512");
+    c->nb[0] = 512, c->nb[1] = 33, c->nb[2] = 1, c->nb[3] = 1, c->ip[0] = 1, c->fp[0] = 0.04f;
 }
 
 /*
@@ -863,6 +906,7 @@ static bool cf_make_op_cases(struct cf_case_list * l) {
     cf_cases_attention(l);
     cf_cases_misc(l);
     cf_cases_conv(l);
+    cf_cases_experts_flash(l);
     return !l->oom;
 }
 

@@ -1169,6 +1169,121 @@ static void cf_ref_add_rel_pos(struct cf_ref * r) {
                      v2 = cf_at(&pw, i0 % W, i1 % H, i1 / H, i2);
         cf_put(r, i0, i1, i2, i3, v0 + v1 + v2, rtol * (fabs(v0) + fabs(v1) + fabs(v2)));
     }
+static void cf_ref_add_id(struct cf_ref * r) {
+    const struct cf_acc a = cf_acc_of(r->b, r->b->in[0], false);
+    const struct cf_acc x = cf_acc_of(r->b, r->b->in[1], false);
+    const struct cf_acc ids = cf_acc_of(r->b, r->b->in[2], false);
+    CF_FOR4(r->ne, i0, i1, i2, i3) {
+        const double va = cf_at(&a, i0, i1, i2, i3), vb = cf_at(&x, i0, (int64_t) cf_at(&ids, i1, i2, 0, 0), 0, 0);
+        cf_put(r, i0, i1, i2, i3, va + vb, cf_eps(GGML_TYPE_F32) * (fabs(va) + fabs(vb)));
+    }
+}
+
+/* res[:, e, t] = as[ids[e, t]] * b[:, e % n_b, t], with mul_mat's tolerances */
+static void cf_ref_mul_mat_id(struct cf_ref * r) {
+    const struct cf_acc a = cf_acc_of(r->b, r->b->in[0], false);
+    const struct cf_acc x = cf_acc_of(r->b, r->b->in[1], false);
+    const struct cf_acc ids = cf_acc_of(r->b, r->b->in[2], false);
+    const int64_t K = a.ne[0];
+    const bool    quant = ggml_is_quantized(a.type);
+    const int64_t qb = ggml_blck_size(a.type) >= 256 ? 256 : 32; /* the activations' block when quantized */
+    const double  prod_ulps = a.type == GGML_TYPE_F32 ? CF_SUM_ULPS * cf_eps(GGML_TYPE_F32) : 4.0 * cf_eps(a.type);
+    CF_FOR4(r->ne, n, e, t, i3) {
+        const int64_t ex = (int64_t) cf_at(&ids, e, t, 0, 0), eb = e % x.ne[1];
+        struct cf_sum acc = { 0, 0, 0 };
+        double qtol = 0.0, mag = 0.0;
+        for (int64_t b0 = 0; b0 < K; b0 += qb) {
+            double amax = 0.0, wsum = 0.0;
+            for (int64_t k = b0; k < b0 + qb && k < K; k++) {
+                const double w = cf_at(&a, k, n, ex, 0), v = cf_at(&x, k, eb, t, 0);
+                cf_sum_add(&acc, w * v);
+                mag += fabs(w * v);
+                amax = fmax(amax, fabs(v));
+                wsum += fabs(w);
+            }
+            qtol += amax / 127.0 / 2.0 * wsum;
+        }
+        const double tol = quant ? qtol + mag / 1024.0 + cf_sum_tol(&acc, acc.s, GGML_TYPE_F32)
+                                 : cf_sum_tol(&acc, acc.s, GGML_TYPE_F32) + prod_ulps * sqrt(acc.p2);
+        cf_put(r, n, e, t, i3, acc.s, tol);
+        (void) i3;
+    }
+}
+
+/*
+ * softmax(scale * K^T q (soft-capped) + slope * mask) V per query row and head, the result
+ * permuted to [DV, n_head, n_q, ne3]. Tolerance: float logits (a few ulps of |scale| |q| |k| per
+ * term, which moves every weight by that relatively) and float accumulation of the values, plus
+ * a rounding of K and q to F16 a backend may make.
+ */
+static void cf_ref_flash_attn(struct cf_ref * r) {
+    const struct cf_acc q = cf_acc_of(r->b, r->b->in[0], false);
+    const struct cf_acc k = cf_acc_of(r->b, r->b->in[1], false);
+    const struct cf_acc v = cf_acc_of(r->b, r->b->in[2], false);
+    const bool has_mask = r->c->ip[0] != 0;
+    struct cf_acc m;
+    memset(&m, 0, sizeof m);
+    if (has_mask) {
+        m = cf_acc_of(r->b, r->b->in[3], false);
+    }
+    const double scale = r->c->fp[0], max_bias = r->c->fp[1], cap = r->c->fp[2];
+    const int64_t DK = q.ne[0], DV = v.ne[0], n_q = q.ne[1], n_head = q.ne[2], n_kv = k.ne[1];
+    const int64_t group = n_head / k.ne[2];
+    double * lg = malloc((size_t) (n_kv > 0 ? n_kv : 1) * sizeof(double));
+    double * lt = malloc((size_t) (n_kv > 0 ? n_kv : 1) * sizeof(double));
+    if (lg == NULL || lt == NULL) {
+        free(lg);
+        free(lt);
+        r->failed = true;
+        return;
+    }
+    const double eps = cf_eps(GGML_TYPE_F16);
+    for (int64_t i3 = 0; i3 < q.ne[3]; i3++) {
+        for (int64_t h = 0; h < n_head; h++) {
+            const double slope = cf_alibi_slope(max_bias, n_head, h);
+            for (int64_t iq = 0; iq < n_q; iq++) {
+                double mx = -INFINITY;
+                for (int64_t j = 0; j < n_kv; j++) {
+                    double d = 0.0, dabs = 0.0;
+                    for (int64_t i = 0; i < DK; i++) {
+                        const double p = cf_at(&q, i, iq, h, i3) * cf_at(&k, i, j, h / group, i3);
+                        d += p;
+                        dabs += fabs(p);
+                    }
+                    d *= scale;
+                    lt[j] = 2.0 * eps * dabs * fabs(scale); /* F16 rounding of q, K products in float */
+                    if (cap > 0.0) {
+                        d = cap * tanh(d / cap);
+                    }
+                    if (has_mask) {
+                        const double mv = cf_at(&m, j, iq, 0, 0);
+                        d = mv == -INFINITY ? -INFINITY : d + slope * mv;
+                    }
+                    lg[j] = d;
+                    mx = d > mx ? d : mx;
+                }
+                double sum = 0.0, terr = 0.0;
+                for (int64_t j = 0; j < n_kv && mx != -INFINITY; j++) {
+                    lg[j] = exp(lg[j] - mx);
+                    sum += lg[j];
+                    terr = fmax(terr, lt[j]);
+                }
+                for (int64_t i = 0; i < DV; i++) {
+                    double o = 0.0, oabs = 0.0;
+                    for (int64_t j = 0; j < n_kv && mx != -INFINITY; j++) {
+                        const double vv = cf_at(&v, i, j, h / group, i3);
+                        o += lg[j] / sum * vv;
+                        oabs += lg[j] / sum * fabs(vv);
+                    }
+                    /* each weight off by up to 2 terr relatively; float accumulation and rounding */
+                    cf_put(r, i, h, iq, i3, o, 2.0 * terr * oabs + 64.0 * cf_eps(GGML_TYPE_F32) * (oabs + 1e-30) +
+                                                 eps * oabs);
+                }
+            }
+        }
+    }
+    free(lg);
+    free(lt);
 }
 
 /* fills r->want and r->tol; sets r->failed when the reference could not be computed */
@@ -1230,6 +1345,9 @@ static void cf_reference(struct cf_ref * r) {
     case CF_OP_WIN_PART: cf_ref_win_part(r); break;
     case CF_OP_GET_REL_POS: cf_ref_get_rel_pos(r); break;
     case CF_OP_ADD_REL_POS: cf_ref_add_rel_pos(r); break;
+    case CF_OP_ADD_ID: cf_ref_add_id(r); break;
+    case CF_OP_MUL_MAT_ID: cf_ref_mul_mat_id(r); break;
+    case CF_OP_FLASH_ATTN_EXT: cf_ref_flash_attn(r); break;
     default: r->failed = true; break;
     }
 }
