@@ -803,6 +803,9 @@ static void cf_cases_conv(struct cf_case_list * l) {
     cf_add(l, CF_OP_GET_REL_POS, GGML_TYPE_F16, GGML_TYPE_F16, 33, 13, 1, 1, CF_CONTIG, NULL)->ip[0] = 7;
     cf_add(l, CF_OP_ADD_REL_POS, GGML_TYPE_F32, GGML_TYPE_F32, 5, 4, 3, 2, CF_CONTIG, NULL);
     cf_add(l, CF_OP_ADD_REL_POS, GGML_TYPE_F32, GGML_TYPE_F32, 7, 7, 2, 3, CF_INPLACE, NULL);
+}
+
+/*
  * Experts and fused attention. add_id: a [ne0, n_used, n_tok], nb = b [ne0, n_expert].
  * mul_mat_id: ne = the experts [K, N, n_expert], nb = b [K, n_b, n_tok], ip[0] = n_used.
  * flash_attn_ext: ne = q [DK, n_q, n_head, ne3], nb = v [DV, n_kv, n_head_kv], t0 the K/V type,

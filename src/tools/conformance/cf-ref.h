@@ -1169,6 +1169,8 @@ static void cf_ref_add_rel_pos(struct cf_ref * r) {
                      v2 = cf_at(&pw, i0 % W, i1 % H, i1 / H, i2);
         cf_put(r, i0, i1, i2, i3, v0 + v1 + v2, rtol * (fabs(v0) + fabs(v1) + fabs(v2)));
     }
+}
+
 static void cf_ref_add_id(struct cf_ref * r) {
     const struct cf_acc a = cf_acc_of(r->b, r->b->in[0], false);
     const struct cf_acc x = cf_acc_of(r->b, r->b->in[1], false);
