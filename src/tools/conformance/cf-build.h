@@ -373,6 +373,46 @@ static struct ggml_tensor * cf_build_op(struct cf_build * b, const struct cf_op_
     case CF_OP_PAD_REFLECT_1D:
         a = cf_default_input(b, c, c->t0, c->ne, false);
         return a == NULL ? NULL : ggml_pad_reflect_1d(ctx, a, c->ip[0], c->ip[1]);
+    case CF_OP_SSM_CONV: {
+        int64_t ne[4];
+        cf_ne(ne, c->ip[0], c->ne[1], 1, 1);
+        a = cf_input(b, GGML_TYPE_F32, c->ne, false, CF_FILL_UNIFORM, -2.0, 2.0);
+        x = cf_input(b, GGML_TYPE_F32, ne, false, CF_FILL_UNIFORM, -1.0, 1.0);
+        return a == NULL || x == NULL ? NULL : ggml_ssm_conv(ctx, a, x);
+    }
+    case CF_OP_DSV4_HC_PRE: {
+        int64_t ne[4];
+        cf_ne(ne, c->ne[1], c->ne[2], 1, 1);
+        a = cf_input(b, GGML_TYPE_F32, c->ne, permuted, CF_FILL_UNIFORM, -2.0, 2.0);
+        x = cf_input(b, GGML_TYPE_F32, ne, permuted, CF_FILL_UNIFORM, 0.0, 1.0);
+        return a == NULL || x == NULL ? NULL : ggml_dsv4_hc_pre(ctx, a, x);
+    }
+    case CF_OP_DSV4_HC_POST: {
+        int64_t nx[4], np[4], nc[4];
+        cf_ne(nx, c->ne[0], c->ne[2], 1, 1);
+        cf_ne(np, c->ne[1], c->ne[2], 1, 1);
+        cf_ne(nc, c->ne[1], c->ne[1], c->ne[2], 1);
+        a = cf_input(b, GGML_TYPE_F32, nx, permuted, CF_FILL_UNIFORM, -2.0, 2.0);
+        x = cf_input(b, GGML_TYPE_F32, c->ne, permuted, CF_FILL_UNIFORM, -2.0, 2.0);
+        struct ggml_tensor * post = cf_input(b, GGML_TYPE_F32, np, permuted, CF_FILL_UNIFORM, 0.0, 2.0);
+        struct ggml_tensor * comb = cf_input(b, GGML_TYPE_F32, nc, permuted, CF_FILL_UNIFORM, 0.0, 1.0);
+        return a == NULL || x == NULL || post == NULL || comb == NULL ? NULL : ggml_dsv4_hc_post(ctx, a, x, post, comb);
+    }
+    case CF_OP_GATED_LINEAR_ATTN: { /* k, v, q in [-1, 1), the gate in (0, 1), the state */
+        struct ggml_tensor * in[5];
+        for (int i = 0; i < 4; i++) {
+            in[i] = cf_input(b, GGML_TYPE_F32, c->ne, false, CF_FILL_UNIFORM, i == 3 ? 0.5 : -1.0, i == 3 ? 0.99 : 1.0);
+        }
+        int64_t ns[4];
+        cf_ne(ns, c->ne[0] * c->ne[0] * c->ne[1], c->ip[0], 1, 1);
+        in[4] = cf_input(b, GGML_TYPE_F32, ns, false, CF_FILL_UNIFORM, -1.0, 1.0);
+        for (int i = 0; i < 5; i++) {
+            if (in[i] == NULL) {
+                return NULL;
+            }
+        }
+        return ggml_gated_linear_attn(ctx, in[0], in[1], in[2], in[3], in[4], c->fp[0]);
+    }
     }
     return NULL;
 }

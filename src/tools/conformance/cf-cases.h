@@ -55,6 +55,10 @@ enum cf_op {
     CF_OP_ARGSORT,
     CF_OP_TOP_K,
     CF_OP_PAD_REFLECT_1D,
+    CF_OP_SSM_CONV,
+    CF_OP_DSV4_HC_PRE,
+    CF_OP_DSV4_HC_POST,
+    CF_OP_GATED_LINEAR_ATTN,
 };
 
 /*
@@ -119,6 +123,7 @@ static const char * cf_op_label(const struct cf_op_case * c) {
         "l2_norm", "group_norm", "out_prod", "diag_mask_zero", "pad", "arange", "timestep_embedding", "count_equal",
         "cumsum", "argsort", "top_k",
         "pad_reflect_1d",
+        "ssm_conv", "dsv4_hc_pre", "dsv4_hc_post", "gated_linear_attn",
     };
     return names[c->op];
 }
@@ -704,6 +709,35 @@ static void cf_cases_misc(struct cf_case_list * l) {
 }
 
 /*
+ * Recurrent and hyper-connection ops (F32 only). ssm_conv: ne the window [d_conv - 1 + n_t, d_inner,
+ * n_s], ip[0] d_conv. dsv4_hc_pre: ne x [n_embd, hc, n_tok]. dsv4_hc_post: ne residual [n_embd, hc,
+ * n_tok]. gated_linear_attn: ne [S, H, n_tokens], ip[0] sequences, fp[0] scale; the result packs
+ * the outputs and the new state.
+ */
+static void cf_cases_recurrent(struct cf_case_list * l) {
+    struct cf_op_case * c;
+    const int64_t conv[][4] = { { 4, 1, 1, 1 }, { 4, 33, 5, 3 }, { 3, 1031, 2, 2 } }; /* d_conv, d_inner, n_t, n_s */
+    for (int i = 0; i < 3; i++) {
+        c = cf_add(l, CF_OP_SSM_CONV, GGML_TYPE_F32, GGML_TYPE_F32, conv[i][0] - 1 + conv[i][2], conv[i][1], conv[i][3], 1,
+                   CF_CONTIG, NULL);
+        c->ip[0] = (int) conv[i][0];
+    }
+    cf_add(l, CF_OP_DSV4_HC_PRE, GGML_TYPE_F32, GGML_TYPE_F32, 1, 1, 1, 1, CF_CONTIG, NULL);
+    cf_add(l, CF_OP_DSV4_HC_PRE, GGML_TYPE_F32, GGML_TYPE_F32, 4097, 4, 3, 1, CF_CONTIG, NULL);
+    cf_add(l, CF_OP_DSV4_HC_PRE, GGML_TYPE_F32, GGML_TYPE_F32, 33, 4, 5, 1, CF_PERMUTED, NULL);
+    cf_add(l, CF_OP_DSV4_HC_POST, GGML_TYPE_F32, GGML_TYPE_F32, 1, 1, 1, 1, CF_CONTIG, NULL);
+    cf_add(l, CF_OP_DSV4_HC_POST, GGML_TYPE_F32, GGML_TYPE_F32, 1023, 4, 3, 1, CF_CONTIG, NULL);
+    cf_add(l, CF_OP_DSV4_HC_POST, GGML_TYPE_F32, GGML_TYPE_F32, 31, 4, 2, 1, CF_PERMUTED, NULL);
+    const int64_t gla[][4] = { { 1, 1, 1, 1 }, { 5, 3, 6, 2 }, { 32, 4, 9, 3 } }; /* S, H, n_tokens, sequences */
+    for (int i = 0; i < 3; i++) {
+        c = cf_add(l, CF_OP_GATED_LINEAR_ATTN, GGML_TYPE_F32, GGML_TYPE_F32, gla[i][0], gla[i][1], gla[i][2], 1,
+                   CF_CONTIG, NULL);
+        c->ip[0] = (int) gla[i][3];
+        c->fp[0] = 0.25f;
+    }
+}
+
+/*
  * Quantized operands: products with the weight types models use (odd row counts, a vector, a
  * batch over several tiles, broadcasts over dims 2 and 3, permuted activations), row lookups and
  * copies out of them, copies and row writes into the KV-cache types. A type a device cannot
@@ -764,6 +798,7 @@ static bool cf_make_op_cases(struct cf_case_list * l) {
     cf_cases_quant(l);
     cf_cases_attention(l);
     cf_cases_misc(l);
+    cf_cases_recurrent(l);
     return !l->oom;
 }
 

@@ -938,6 +938,108 @@ static void cf_ref_pad_reflect(struct cf_ref * r) {
 }
 
 /* fills r->want and r->tol; sets r->failed when the reference could not be computed */
+/* ---- ssm_conv, dsv4 hyper-connections, gated linear attention ------------------------------ */
+
+/* want[ch, t, s] = sum_k sx[t + k, ch, s] * c[k, ch] */
+static void cf_ref_ssm_conv(struct cf_ref * r) {
+    const struct cf_acc sx = cf_acc_of(r->b, r->b->in[0], false);
+    const struct cf_acc w  = cf_acc_of(r->b, r->b->in[1], false);
+    CF_FOR4(r->ne, ch, t, s, i3) {
+        struct cf_sum acc = { 0, 0, 0 };
+        for (int64_t k = 0; k < w.ne[0]; k++) {
+            cf_sum_add(&acc, cf_at(&sx, t + k, ch, s, i3) * cf_at(&w, k, ch, 0, 0));
+        }
+        cf_put(r, ch, t, s, i3, acc.s, cf_sum_tol(&acc, acc.s, GGML_TYPE_F32) + 2 * cf_eps(GGML_TYPE_F32) * sqrt(acc.p2));
+    }
+}
+
+/* want[i, t] = sum_h x[i, h, t] * w[h, t] */
+static void cf_ref_hc_pre(struct cf_ref * r) {
+    const struct cf_acc x = cf_acc_of(r->b, r->b->in[0], false);
+    const struct cf_acc w = cf_acc_of(r->b, r->b->in[1], false);
+    CF_FOR4(r->ne, i, t, i2, i3) {
+        struct cf_sum acc = { 0, 0, 0 };
+        for (int64_t h = 0; h < x.ne[1]; h++) {
+            cf_sum_add(&acc, cf_at(&x, i, h, t, 0) * cf_at(&w, h, t, 0, 0));
+        }
+        cf_put(r, i, t, i2, i3, acc.s, cf_sum_tol(&acc, acc.s, GGML_TYPE_F32) + 2 * cf_eps(GGML_TYPE_F32) * sqrt(acc.p2));
+    }
+}
+
+/* want[i, d, t] = x[i, t] * post[d, t] + sum_s residual[i, s, t] * comb[d, s, t] */
+static void cf_ref_hc_post(struct cf_ref * r) {
+    const struct cf_acc x    = cf_acc_of(r->b, r->b->in[0], false);
+    const struct cf_acc res  = cf_acc_of(r->b, r->b->in[1], false);
+    const struct cf_acc post = cf_acc_of(r->b, r->b->in[2], false);
+    const struct cf_acc comb = cf_acc_of(r->b, r->b->in[3], false);
+    CF_FOR4(r->ne, i, d, t, i3) {
+        struct cf_sum acc = { 0, 0, 0 };
+        cf_sum_add(&acc, cf_at(&x, i, t, 0, 0) * cf_at(&post, d, t, 0, 0));
+        for (int64_t s = 0; s < res.ne[1]; s++) {
+            cf_sum_add(&acc, cf_at(&res, i, s, t, 0) * cf_at(&comb, d, s, t, 0));
+        }
+        cf_put(r, i, d, t, i3, acc.s, cf_sum_tol(&acc, acc.s, GGML_TYPE_F32) + 2 * cf_eps(GGML_TYPE_F32) * sqrt(acc.p2));
+    }
+}
+
+/*
+ * Per sequence (equal consecutive shares of the tokens) and head, state s[i][j] (i over k, j over
+ * v): s = s * g[i] + k[i] v[j]; out[j] = sum_i q[i] scale s[i][j]. Result rows: the outputs
+ * [S*H, T], then the final states. The state's rounding compounds over the tokens: the tolerance
+ * grows with them and with the magnitudes summed.
+ */
+static void cf_ref_gla(struct cf_ref * r) {
+    const struct cf_acc k = cf_acc_of(r->b, r->b->in[0], false);
+    const struct cf_acc v = cf_acc_of(r->b, r->b->in[1], false);
+    const struct cf_acc q = cf_acc_of(r->b, r->b->in[2], false);
+    const struct cf_acc g = cf_acc_of(r->b, r->b->in[3], false);
+    const struct cf_acc s0 = cf_acc_of(r->b, r->b->in[4], false);
+    const int64_t S = k.ne[0], H = k.ne[1], T = k.ne[2], N = s0.ne[1], L = T / N;
+    const double scale = r->c->fp[0];
+    double * st = malloc((size_t) (S * S) * sizeof(double));
+    double * mag = malloc((size_t) (S * S) * sizeof(double)); /* sum of |terms| in each state element */
+    if (st == NULL || mag == NULL) {
+        free(st);
+        free(mag);
+        r->failed = true;
+        return;
+    }
+    const double eps = cf_eps(GGML_TYPE_F32);
+    for (int64_t n = 0; n < N; n++) {
+        for (int64_t h = 0; h < H; h++) {
+            for (int64_t e = 0; e < S * S; e++) {
+                st[e]  = cf_at(&s0, (h * S * S) + e, n, 0, 0);
+                mag[e] = fabs(st[e]);
+            }
+            for (int64_t t = n * L; t < (n + 1) * L; t++) {
+                for (int64_t i = 0; i < S; i++) {
+                    const double gi = cf_at(&g, i, h, t, 0), ki = cf_at(&k, i, h, t, 0);
+                    for (int64_t j = 0; j < S; j++) {
+                        const double kv = ki * cf_at(&v, j, h, t, 0);
+                        st[i * S + j]  = st[i * S + j] * gi + kv;
+                        mag[i * S + j] = mag[i * S + j] * gi + fabs(kv);
+                    }
+                }
+                for (int64_t j = 0; j < S; j++) {
+                    double o = 0, m = 0;
+                    for (int64_t i = 0; i < S; i++) {
+                        const double qi = cf_at(&q, i, h, t, 0) * scale;
+                        o += qi * st[i * S + j];
+                        m += fabs(qi) * mag[i * S + j];
+                    }
+                    cf_put(r, h * S + j, t, 0, 0, o, 8.0 * eps * (double) (L + S) * m);
+                }
+            }
+            for (int64_t e = 0; e < S * S; e++) {
+                const int64_t flat = h * S * S + e; /* within this sequence's S rows of S*H */
+                cf_put(r, flat % (S * H), T + n * S + flat / (S * H), 0, 0, st[e], 8.0 * eps * (double) L * mag[e]);
+            }
+        }
+    }
+    free(mag);
+    free(st);
+}
+
 static void cf_reference(struct cf_ref * r) {
     switch (r->c->op) {
     case CF_OP_DUP:
@@ -985,6 +1087,10 @@ static void cf_reference(struct cf_ref * r) {
     case CF_OP_ARGSORT:
     case CF_OP_TOP_K: cf_ref_sort(r); break;
     case CF_OP_PAD_REFLECT_1D: cf_ref_pad_reflect(r); break;
+    case CF_OP_SSM_CONV: cf_ref_ssm_conv(r); break;
+    case CF_OP_DSV4_HC_PRE: cf_ref_hc_pre(r); break;
+    case CF_OP_DSV4_HC_POST: cf_ref_hc_post(r); break;
+    case CF_OP_GATED_LINEAR_ATTN: cf_ref_gla(r); break;
     default: r->failed = true; break;
     }
 }
