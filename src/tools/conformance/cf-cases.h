@@ -59,6 +59,10 @@ enum cf_op {
     CF_OP_DSV4_HC_PRE,
     CF_OP_DSV4_HC_POST,
     CF_OP_GATED_LINEAR_ATTN,
+    CF_OP_SSM_SCAN,
+    CF_OP_GATED_DELTA_NET,
+    CF_OP_LIGHTNING_INDEXER,
+    CF_OP_DSV4_HC_COMB,
 };
 
 /*
@@ -123,7 +127,8 @@ static const char * cf_op_label(const struct cf_op_case * c) {
         "l2_norm", "group_norm", "out_prod", "diag_mask_zero", "pad", "arange", "timestep_embedding", "count_equal",
         "cumsum", "argsort", "top_k",
         "pad_reflect_1d",
-        "ssm_conv", "dsv4_hc_pre", "dsv4_hc_post", "gated_linear_attn",
+        "ssm_conv", "dsv4_hc_pre", "dsv4_hc_post", "gated_linear_attn", "ssm_scan", "gated_delta_net",
+        "lightning_indexer", "dsv4_hc_comb",
     };
     return names[c->op];
 }
@@ -734,6 +739,34 @@ static void cf_cases_recurrent(struct cf_case_list * l) {
                    CF_CONTIG, NULL);
         c->ip[0] = (int) gla[i][3];
         c->fp[0] = 0.25f;
+    }
+    /* ssm_scan: ne x [head_dim, n_head, n_tok, n_seqs]; ip d_state, n_group, Mamba-1; nb[0] state rows, nb[1] K */
+    const int scan[][8] = { { 1, 1, 1, 1, 1, 1, 0, 1 }, { 3, 4, 5, 2, 16, 2, 0, 3 }, { 5, 2, 4, 3, 7, 1, 1, 1 } };
+    for (int i = 0; i < 3; i++) {
+        c = cf_add(l, CF_OP_SSM_SCAN, GGML_TYPE_F32, GGML_TYPE_F32, scan[i][0], scan[i][1], scan[i][2], scan[i][3],
+                   CF_CONTIG, scan[i][6] ? "mamba1" : "mamba2");
+        c->ip[0] = scan[i][4], c->ip[1] = scan[i][5], c->ip[2] = scan[i][6];
+        c->nb[0] = scan[i][3] + 1, c->nb[1] = scan[i][7];
+    }
+    /* gated_delta_net: ne v [S, H, n_tokens, n_seqs]; ip[0] q/k heads, ip[1] KDA gate, ip[2] K */
+    const int gdn[][7] = { { 1, 1, 1, 1, 1, 0, 1 }, { 5, 4, 3, 2, 2, 0, 2 }, { 16, 2, 6, 2, 2, 1, 1 } };
+    for (int i = 0; i < 3; i++) {
+        c = cf_add(l, CF_OP_GATED_DELTA_NET, GGML_TYPE_F32, GGML_TYPE_F32, gdn[i][0], gdn[i][1], gdn[i][2], gdn[i][3],
+                   CF_CONTIG, gdn[i][5] ? "kda" : "scalar-gate");
+        c->ip[0] = gdn[i][4], c->ip[1] = gdn[i][5], c->ip[2] = gdn[i][6];
+    }
+    /* lightning_indexer: ne q [n_embd, n_head, n_batch, ne3], t1 the keys' type; ip n_kv, the mask's ne3 */
+    c = cf_add(l, CF_OP_LIGHTNING_INDEXER, GGML_TYPE_F32, GGML_TYPE_F32, 1, 1, 1, 1, CF_CONTIG, NULL);
+    c->ip[0] = 1, c->ip[1] = 1;
+    c = cf_add(l, CF_OP_LIGHTNING_INDEXER, GGML_TYPE_F32, GGML_TYPE_F32, 33, 4, 5, 2, CF_CONTIG, NULL);
+    c->ip[0] = 37, c->ip[1] = 1;
+    c = cf_add(l, CF_OP_LIGHTNING_INDEXER, GGML_TYPE_F32, GGML_TYPE_F16, 64, 3, 4, 2, CF_CONTIG, NULL);
+    c->ip[0] = 1031, c->ip[1] = 2;
+    /* dsv4_hc_comb: ne mixes [24, n_tok]; ip[0] iterations, fp[0] eps */
+    const int comb[][2] = { { 1, 1 }, { 5, 20 }, { 300, 3 } };
+    for (int i = 0; i < 3; i++) {
+        c = cf_add(l, CF_OP_DSV4_HC_COMB, GGML_TYPE_F32, GGML_TYPE_F32, 24, comb[i][0], 1, 1, CF_CONTIG, NULL);
+        c->ip[0] = comb[i][1], c->fp[0] = 1e-6f;
     }
 }
 
