@@ -13,6 +13,50 @@
 
 #include <math.h>
 
+/* the row loops, once for the baseline ISA and, on x86, for AVX2 and AVX-512 (picked at run time) */
+#define RR(name) name##_base
+#define RR_ATTR
+#include "ops-recurrent-rows.h"
+#undef RR
+#undef RR_ATTR
+
+struct rr_rows {
+    float (*dot)(int64_t, const float *, const float *);
+    float (*gdn_decay_dot)(int64_t, float *, const float *, float, const float *);
+    float (*gdn_update_dot)(int64_t, float *, const float *, float, const float *);
+    void (*wkv6_row)(int64_t, float *, float *, const float *, float, float, float, float);
+    void (*gla_row)(int64_t, float *, float *, const float *, float, float, float);
+    float (*wkv7_row)(int64_t, float *, const float *, const float *, float, float, const float *, const float *);
+};
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#define RR(name) name##_avx2
+#define RR_ATTR __attribute__((target("avx2,fma")))
+#include "ops-recurrent-rows.h"
+#undef RR
+#undef RR_ATTR
+#define RR(name) name##_avx512
+#define RR_ATTR __attribute__((target("avx512f,avx512vl,avx2,fma")))
+#include "ops-recurrent-rows.h"
+#undef RR
+#undef RR_ATTR
+#define RR_TABLE(suf) { dot##suf, gdn_decay_dot##suf, gdn_update_dot##suf, wkv6_row##suf, gla_row##suf, wkv7_row##suf }
+
+static const struct rr_rows * rr_pick(void) {
+    static const struct rr_rows base = RR_TABLE(_base), avx2 = RR_TABLE(_avx2), avx512 = RR_TABLE(_avx512);
+    if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) {
+        return &base;
+    }
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") ? &avx512 : &avx2;
+}
+#else
+static const struct rr_rows * rr_pick(void) {
+    static const struct rr_rows base = { dot_base, gdn_decay_dot_base, gdn_update_dot_base, wkv6_row_base,
+                                         gla_row_base, wkv7_row_base };
+    return &base;
+}
+#endif
+
 static inline float softplus(float x) {
     /* large arguments: log(1 + e^x) == x in float, and e^x would overflow */
     return x > 20.0f ? x : logf(1.0f + expf(x));
@@ -177,6 +221,7 @@ static void rwkv6_or_gla(const struct ggmlx_cpu_params * params, struct ggml_ten
     const float * w  = (const float *) dst->src[gla ? 3 : 4]->data;
     const float scale = gla ? ggmlx_get_op_params_f32(dst, 0) : 1.0f;
     const int64_t S = g.S, C = g.S * g.H;
+    const struct rr_rows * rows = rr_pick();
     int64_t p0, p1;
     ggmlx_cpu_split_rows(params, g.n_seqs * g.H, &p0, &p1);
     for (int64_t p = p0; p < p1; p++) {
@@ -188,20 +233,10 @@ static void rwkv6_or_gla(const struct ggmlx_cpu_params * params, struct ggml_ten
             memset(out, 0, (size_t) S * sizeof(float));
             for (int64_t i = 0; i < S; i++) {
                 const float ki = k[base + i], ri = rq[base + i] * scale, wi = w[base + i];
-                float * srow = st + i * S;
                 if (gla) {
-                    for (int64_t j = 0; j < S; j++) {
-                        const float nv = srow[j] * wi + v[base + j] * ki;
-                        out[j] += nv * ri;
-                        srow[j] = nv;
-                    }
+                    rows->gla_row(S, out, st + i * S, v + base, ki, ri, wi);
                 } else {
-                    const float ui = u[h * S + i];
-                    for (int64_t j = 0; j < S; j++) {
-                        const float kv = v[base + j] * ki;
-                        out[j] += (kv * ui + srow[j]) * ri;
-                        srow[j] = srow[j] * wi + kv;
-                    }
+                    rows->wkv6_row(S, out, st + i * S, v + base, ki, ri, u[h * S + i], wi);
                 }
             }
         }
@@ -230,6 +265,7 @@ void ggmlx_cpu_rwkv_wkv7(const struct ggmlx_cpu_params * params, struct ggml_ten
     const float * a = (const float *) dst->src[4]->data;
     const float * b = (const float *) dst->src[5]->data;
     const int64_t S = g.S, C = g.S * g.H;
+    const struct rr_rows * rows = rr_pick();
     int64_t p0, p1;
     ggmlx_cpu_split_rows(params, g.n_seqs * g.H, &p0, &p1);
     for (int64_t p = p0; p < p1; p++) {
@@ -240,18 +276,8 @@ void ggmlx_cpu_rwkv_wkv7(const struct ggmlx_cpu_params * params, struct ggml_ten
             float * out = (float *) dst->data + base;
             for (int64_t i = 0; i < S; i++) {
                 float * srow = st + i * S;
-                float sa = 0.0f;
-                for (int64_t j = 0; j < S; j++) {
-                    sa += a[base + j] * srow[j];
-                }
-                const float vi = v[base + i];
-                float acc = 0.0f;
-                for (int64_t j = 0; j < S; j++) {
-                    const float nv = srow[j] * w[base + j] + vi * k[base + j] + sa * b[base + j];
-                    srow[j] = nv;
-                    acc += nv * r[base + j];
-                }
-                out[i] = acc;
+                const float sa = rows->dot(S, a + base, srow);
+                out[i] = rows->wkv7_row(S, srow, w + base, k + base, v[base + i], sa, b + base, r + base);
             }
         }
     }
@@ -259,19 +285,11 @@ void ggmlx_cpu_rwkv_wkv7(const struct ggmlx_cpu_params * params, struct ggml_ten
 
 /* ---- GATED_DELTA_NET ----------------------------------------------------------------------- */
 
-/* one cache line between the threads' delta vectors */
+/* KDA's per-column decays, one vector per thread, a cache line apart */
 #define GDN_PAD 16
 
 size_t ggmlx_cpu_gated_delta_net_work_size(const struct ggml_tensor * dst, int n_tasks) {
     return (size_t) n_tasks * (size_t) (dst->src[2]->ne[0] + GDN_PAD) * sizeof(float);
-}
-
-static float dot_f32(int64_t n, const float * x, const float * y) {
-    float sum = 0.0f;
-    for (int64_t i = 0; i < n; i++) {
-        sum += x[i] * y[i];
-    }
-    return sum;
 }
 
 /*
@@ -293,7 +311,8 @@ void ggmlx_cpu_gated_delta_net(const struct ggmlx_cpu_params * params, struct gg
     const float scale = 1.0f / sqrtf((float) S);
     const int64_t snap = S * S * H * N;
     float * states = (float *) dst->data + S * H * T * N;
-    float * delta = (float *) params->wdata + (size_t) params->ith * (size_t) (S + GDN_PAD);
+    float * colw = (float *) params->wdata + (size_t) params->ith * (size_t) (S + GDN_PAD);
+    const struct rr_rows * rows = rr_pick();
 
     int64_t p0, p1;
     ggmlx_cpu_split_rows(params, N * H, &p0, &p1);
@@ -309,33 +328,20 @@ void ggmlx_cpu_gated_delta_net(const struct ggmlx_cpu_params * params, struct gg
             const float * vd = F32_AT(v, h * v->nb[1] + t * v->nb[2] + seq * v->nb[3]);
             const float * gd = F32_AT(gt, h * gt->nb[1] + t * gt->nb[2] + seq * gt->nb[3]);
             const float beta = *F32_AT(bt, h * bt->nb[1] + t * bt->nb[2] + seq * bt->nb[3]);
+            const float * decay = NULL;
+            const float d0 = kda ? 0.0f : expf(gd[0]);
             if (kda) {
                 for (int64_t i = 0; i < S; i++) {
-                    delta[i] = expf(gd[i]);
+                    colw[i] = expf(gd[i]);
                 }
-                for (int64_t j = 0; j < S; j++) {
-                    for (int64_t i = 0; i < S; i++) {
-                        st[j * S + i] *= delta[i];
-                    }
-                }
-            } else {
-                const float decay = expf(gd[0]);
-                for (int64_t i = 0; i < S * S; i++) {
-                    st[i] *= decay;
-                }
-            }
-            for (int64_t j = 0; j < S; j++) {
-                delta[j] = (vd[j] - dot_f32(S, st + j * S, kd)) * beta;
-            }
-            for (int64_t j = 0; j < S; j++) {
-                float * row = st + j * S;
-                for (int64_t i = 0; i < S; i++) {
-                    row[i] += kd[i] * delta[j];
-                }
+                decay = colw;
             }
             float * out = (float *) dst->data + ((seq * T + t) * H + h) * S;
+            for (int64_t j = 0; j < S; j++) { /* out as scratch: decay must survive every row */
+                out[j] = (vd[j] - rows->gdn_decay_dot(S, st + j * S, decay, d0, kd)) * beta; /* row j's correction */
+            }
             for (int64_t j = 0; j < S; j++) {
-                out[j] = dot_f32(S, st + j * S, qd) * scale;
+                out[j] = rows->gdn_update_dot(S, st + j * S, kd, out[j], qd) * scale;
             }
             const int64_t slot = T - 1 - t;
             if (slot > 0 && slot < K) {
