@@ -3,6 +3,7 @@
  * hyper-connection ops DSV4_HC_COMB, DSV4_HC_PRE, DSV4_HC_POST, on F32.
  */
 #include "cpu-ops.h"
+#include "ops-recurrent.h"
 
 #include "ggml-math.h"
 
@@ -33,6 +34,7 @@ void ggmlx_cpu_lightning_indexer(const struct ggmlx_cpu_params * params, struct 
     float * buf = to_float ? (float *) params->wdata + (size_t) params->ith * (size_t) (n_embd + LI_PAD) : NULL;
     int64_t j0, j1;
     ggmlx_cpu_split_rows(params, k->ne[2], &j0, &j1);
+    const struct ggmlx_rr_rows * rows = ggmlx_cpu_rr_rows();
     for (int64_t s = 0; s < n_str; s++) {
         for (int64_t j = j0; j < j1; j++) {
             const void * kraw = (const char *) k->data + j * k->nb[2] + s * k->nb[3];
@@ -46,10 +48,7 @@ void ggmlx_cpu_lightning_indexer(const struct ggmlx_cpu_params * params, struct 
                 float score = 0.0f;
                 for (int64_t h = 0; h < n_head; h++) {
                     const float * qr = F32_AT(q, h * q->nb[1] + t * q->nb[2] + s * q->nb[3]);
-                    float dot = 0.0f;
-                    for (int64_t i = 0; i < n_embd; i++) {
-                        dot += qr[i] * kr[i];
-                    }
+                    const float dot = rows->dot(n_embd, qr, kr);
                     score += (dot > 0.0f ? dot : 0.0f) * wr[h];
                 }
                 const uint16_t mv = *(const uint16_t *) ((const char *) m->data + j * m->nb[0] + t * m->nb[1] +

@@ -8,6 +8,39 @@
 #define RR_LANES 16
 
 /* sum of x[i] * y[i] */
+#if RR_ISA == 2
+RR_ATTR static inline float RR(dot)(int64_t n, const float * restrict x, const float * restrict y) {
+    __m512 acc = _mm512_setzero_ps();
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        acc = _mm512_fmadd_ps(_mm512_loadu_ps(x + i), _mm512_loadu_ps(y + i), acc);
+    }
+    if (i < n) {
+        const __mmask16 m = (__mmask16) ((1u << (n - i)) - 1);
+        acc = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, x + i), _mm512_maskz_loadu_ps(m, y + i), acc);
+    }
+    return _mm512_reduce_add_ps(acc);
+}
+#elif RR_ISA == 1
+RR_ATTR static inline float RR(dot)(int64_t n, const float * restrict x, const float * restrict y) {
+    __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        a0 = _mm256_fmadd_ps(_mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i), a0);
+        a1 = _mm256_fmadd_ps(_mm256_loadu_ps(x + i + 8), _mm256_loadu_ps(y + i + 8), a1);
+    }
+    a0 = _mm256_add_ps(a0, a1);
+    __m128 h = _mm_add_ps(_mm256_castps256_ps128(a0), _mm256_extractf128_ps(a0, 1));
+    h = _mm_add_ps(h, _mm_movehl_ps(h, h));
+    h = _mm_add_ss(h, _mm_movehdup_ps(h));
+    float sum = _mm_cvtss_f32(h);
+    for (; i < n; i++) {
+        sum += x[i] * y[i];
+    }
+    return sum;
+}
+#else
+/* RR_LANES independent partial sums: they vectorize without reassociating the float additions */
 RR_ATTR static inline float RR(dot)(int64_t n, const float * restrict x, const float * restrict y) {
     float acc[RR_LANES] = { 0 };
     int64_t i = 0;
@@ -25,6 +58,7 @@ RR_ATTR static inline float RR(dot)(int64_t n, const float * restrict x, const f
     }
     return sum;
 }
+#endif
 
 /* row *= decay (per column, or the scalar d0 when decay is NULL); returns row . k */
 RR_ATTR static float RR(gdn_decay_dot)(int64_t n, float * restrict row, const float * restrict decay, float d0,
@@ -77,6 +111,15 @@ RR_ATTR static float RR(wkv7_row)(int64_t n, float * restrict s, const float * r
         s[j] = s[j] * w[j] + v * k[j] + sa * b[j];
     }
     return RR(dot)(n, s, r);
+}
+
+/* Mamba-2, row of the state: s[n] = s[n] dA + B[n] xdt; returns s . C */
+RR_ATTR static float RR(ssm2_row)(int64_t n, float * restrict s, const float * restrict B, const float * restrict C,
+                                  float dA, float xdt) {
+    for (int64_t i = 0; i < n; i++) {
+        s[i] = s[i] * dA + B[i] * xdt;
+    }
+    return RR(dot)(n, s, C);
 }
 
 #undef RR_LANES

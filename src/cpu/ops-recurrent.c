@@ -10,49 +10,52 @@
  * match theirs to rounding.
  */
 #include "cpu-ops.h"
+#include "ops-recurrent.h"
 
 #include <math.h>
 
 /* the row loops, once for the baseline ISA and, on x86, for AVX2 and AVX-512 (picked at run time) */
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#endif
+
 #define RR(name) name##_base
 #define RR_ATTR
+#define RR_ISA 0
 #include "ops-recurrent-rows.h"
 #undef RR
 #undef RR_ATTR
-
-struct rr_rows {
-    float (*dot)(int64_t, const float *, const float *);
-    float (*gdn_decay_dot)(int64_t, float *, const float *, float, const float *);
-    float (*gdn_update_dot)(int64_t, float *, const float *, float, const float *);
-    void (*wkv6_row)(int64_t, float *, float *, const float *, float, float, float, float);
-    void (*gla_row)(int64_t, float *, float *, const float *, float, float, float);
-    float (*wkv7_row)(int64_t, float *, const float *, const float *, float, float, const float *, const float *);
-};
+#undef RR_ISA
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #define RR(name) name##_avx2
 #define RR_ATTR __attribute__((target("avx2,fma")))
+#define RR_ISA 1
 #include "ops-recurrent-rows.h"
 #undef RR
 #undef RR_ATTR
+#undef RR_ISA
 #define RR(name) name##_avx512
 #define RR_ATTR __attribute__((target("avx512f,avx512vl,avx2,fma")))
+#define RR_ISA 2
 #include "ops-recurrent-rows.h"
 #undef RR
 #undef RR_ATTR
-#define RR_TABLE(suf) { dot##suf, gdn_decay_dot##suf, gdn_update_dot##suf, wkv6_row##suf, gla_row##suf, wkv7_row##suf }
+#undef RR_ISA
+#define RR_TABLE(suf) { dot##suf, gdn_decay_dot##suf, gdn_update_dot##suf, wkv6_row##suf, gla_row##suf, wkv7_row##suf, \
+                        ssm2_row##suf }
 
-static const struct rr_rows * rr_pick(void) {
-    static const struct rr_rows base = RR_TABLE(_base), avx2 = RR_TABLE(_avx2), avx512 = RR_TABLE(_avx512);
+const struct ggmlx_rr_rows * ggmlx_cpu_rr_rows(void) {
+    static const struct ggmlx_rr_rows base = RR_TABLE(_base), avx2 = RR_TABLE(_avx2), avx512 = RR_TABLE(_avx512);
     if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) {
         return &base;
     }
     return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") ? &avx512 : &avx2;
 }
 #else
-static const struct rr_rows * rr_pick(void) {
-    static const struct rr_rows base = { dot_base, gdn_decay_dot_base, gdn_update_dot_base, wkv6_row_base,
-                                         gla_row_base, wkv7_row_base };
+const struct ggmlx_rr_rows * ggmlx_cpu_rr_rows(void) {
+    static const struct ggmlx_rr_rows base = { dot_base, gdn_decay_dot_base, gdn_update_dot_base, wkv6_row_base,
+                                               gla_row_base, wkv7_row_base, ssm2_row_base };
     return &base;
 }
 #endif
@@ -129,6 +132,7 @@ void ggmlx_cpu_ssm_scan(const struct ggmlx_cpu_params * params, struct ggml_tens
     int64_t h0, h1;
     ggmlx_cpu_split_rows(params, nh, &h0, &h1);
     const float * A = (const float *) src_A->data;
+    const struct ggmlx_rr_rows * rows = ggmlx_cpu_rr_rows();
 
     for (int64_t q = 0; q < ns; q++) {
         float * st = F32_AT(dst, y_bytes + q * seq_state);
@@ -152,11 +156,7 @@ void ggmlx_cpu_ssm_scan(const struct ggmlx_cpu_params * params, struct ggml_tens
                     float * srow = st + ii * nc;
                     float sum = 0.0f;
                     if (scalar_a) {
-                        for (int64_t n = 0; n < nc; n++) {
-                            const float v = srow[n] * dA + Bg[n] * xdt;
-                            sum += v * Cg[n];
-                            srow[n] = v;
-                        }
+                        sum = rows->ssm2_row(nc, srow, Bg, Cg, dA, xdt);
                     } else {
                         for (int64_t n = 0; n < nc; n++) {
                             const float v = srow[n] * expf(dtp * Ah[n]) + Bg[n] * xdt;
@@ -221,7 +221,7 @@ static void rwkv6_or_gla(const struct ggmlx_cpu_params * params, struct ggml_ten
     const float * w  = (const float *) dst->src[gla ? 3 : 4]->data;
     const float scale = gla ? ggmlx_get_op_params_f32(dst, 0) : 1.0f;
     const int64_t S = g.S, C = g.S * g.H;
-    const struct rr_rows * rows = rr_pick();
+    const struct ggmlx_rr_rows * rows = ggmlx_cpu_rr_rows();
     int64_t p0, p1;
     ggmlx_cpu_split_rows(params, g.n_seqs * g.H, &p0, &p1);
     for (int64_t p = p0; p < p1; p++) {
@@ -265,7 +265,7 @@ void ggmlx_cpu_rwkv_wkv7(const struct ggmlx_cpu_params * params, struct ggml_ten
     const float * a = (const float *) dst->src[4]->data;
     const float * b = (const float *) dst->src[5]->data;
     const int64_t S = g.S, C = g.S * g.H;
-    const struct rr_rows * rows = rr_pick();
+    const struct ggmlx_rr_rows * rows = ggmlx_cpu_rr_rows();
     int64_t p0, p1;
     ggmlx_cpu_split_rows(params, g.n_seqs * g.H, &p0, &p1);
     for (int64_t p = p0; p < p1; p++) {
@@ -312,7 +312,7 @@ void ggmlx_cpu_gated_delta_net(const struct ggmlx_cpu_params * params, struct gg
     const int64_t snap = S * S * H * N;
     float * states = (float *) dst->data + S * H * T * N;
     float * colw = (float *) params->wdata + (size_t) params->ith * (size_t) (S + GDN_PAD);
-    const struct rr_rows * rows = rr_pick();
+    const struct ggmlx_rr_rows * rows = ggmlx_cpu_rr_rows();
 
     int64_t p0, p1;
     ggmlx_cpu_split_rows(params, N * H, &p0, &p1);
