@@ -300,3 +300,13 @@ Test(dsv4_hc_post, rejects_bad_shapes) {
         ggml_free(ctx);
     }
 }
+
+/* the indexer's dot products exist per ISA; odd n_embd exercises their tails */
+Test(lightning_indexer, every_isa_path) {
+    const char * paths[] = { "portable", "avx2", "avx512" };
+    for (int i = 0; i < 3; i++) {
+        setenv("GGMLX_RECURRENT_KERNEL", paths[i], 1);
+        run_indexer(GGML_TYPE_F32, 37, 3, 2, 9, 1, 1, 1, 70 + (uint64_t) i);
+        run_indexer(GGML_TYPE_F32, 7, 2, 2, 5, 1, 1, 1, 80 + (uint64_t) i);
+    }
+}

@@ -681,3 +681,35 @@ Test(gated_delta_net, rejects_bad_shapes) {
         ggml_free(ctx);
     }
 }
+
+/* ---- every instruction-set path ------------------------------------------------------------ */
+
+/* the row loops exist per ISA (portable, AVX2, AVX-512); each must match the recurrences, tails included */
+static void run_every_family(void) {
+    const struct scan_case m2 = { 37, 3, 4, 2, 3, 2, 3, 2, false };
+    run_ssm_scan(&m2, 2, 60);
+    const struct scan_case m1 = { 19, 5, 2, 1, 3, 1, 1, 1, true };
+    run_ssm_scan(&m1, 1, 61);
+    run_rwkv(WKV6, 21, 3, 3, 2, 2, 62);
+    run_rwkv(GLA, 21, 3, 3, 2, 2, 63);
+    run_rwkv(WKV7, 21, 3, 3, 2, 2, 64);
+    const struct gdn_case sc = { 37, 3, 3, 4, 2, 2, 2, false };
+    run_gdn(&sc, 2, 65);
+    const struct gdn_case kda = { 19, 2, 1, 3, 2, 1, 1, true };
+    run_gdn(&kda, 1, 66);
+}
+
+Test(recurrent_isa, portable_path) {
+    setenv("GGMLX_RECURRENT_KERNEL", "portable", 1);
+    run_every_family();
+}
+
+Test(recurrent_isa, avx2_path) {
+    setenv("GGMLX_RECURRENT_KERNEL", "avx2", 1);
+    run_every_family();
+}
+
+Test(recurrent_isa, best_path) {
+    unsetenv("GGMLX_RECURRENT_KERNEL");
+    run_every_family();
+}

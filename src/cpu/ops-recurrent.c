@@ -6,13 +6,16 @@
  * heads (and sequences): each owns its heads' outputs and states and needs no barrier. Each
  * kernel first copies its heads' incoming state into dst's state area and then updates that copy
  * in place, token by token, so the state dst ends with is exactly the one the next call takes.
- * Accumulations run in the same order as upstream's kernels (float, index order) so that results
- * match theirs to rounding.
+ * The row loops are vectorized per instruction set (ops-recurrent-rows.h), picked at run time;
+ * GGMLX_RECURRENT_KERNEL=portable|avx2|avx512 forces one (an ISA the CPU lacks falls back to the
+ * best it has) so that tests check every path.
  */
 #include "cpu-ops.h"
 #include "ops-recurrent.h"
 
 #include <math.h>
+#include <stdlib.h>
+#include <string.h>
 
 /* the row loops, once for the baseline ISA and, on x86, for AVX2 and AVX-512 (picked at run time) */
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -47,10 +50,13 @@
 
 const struct ggmlx_rr_rows * ggmlx_cpu_rr_rows(void) {
     static const struct ggmlx_rr_rows base = RR_TABLE(_base), avx2 = RR_TABLE(_avx2), avx512 = RR_TABLE(_avx512);
-    if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) {
+    const char * want = getenv("GGMLX_RECURRENT_KERNEL");
+    if ((want != NULL && strcmp(want, "portable") == 0) || !__builtin_cpu_supports("avx2") ||
+        !__builtin_cpu_supports("fma")) {
         return &base;
     }
-    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") ? &avx512 : &avx2;
+    const bool force_avx2 = want != NULL && strcmp(want, "avx2") == 0;
+    return !force_avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") ? &avx512 : &avx2;
 }
 #else
 const struct ggmlx_rr_rows * ggmlx_cpu_rr_rows(void) {
