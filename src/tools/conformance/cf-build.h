@@ -465,6 +465,29 @@ static struct ggml_tensor * cf_build_op(struct cf_build * b, const struct cf_op_
         struct ggml_tensor * m = cf_input(b, GGML_TYPE_F16, nm, false, CF_FILL_CAUSAL, 0, 0);
         return a == NULL || x == NULL || w == NULL || m == NULL ? NULL : ggml_lightning_indexer(ctx, a, x, w, m);
     }
+    case CF_OP_RWKV_WKV6: /* k, v, r, the bonus u [S, H], the decay w in (0, 1), the state */
+    case CF_OP_RWKV_WKV7: { /* r, the decay w, k, v, a (small: it feeds the state back), b, the state */
+        const bool v7 = c->op == CF_OP_RWKV_WKV7;
+        const int n = v7 ? 6 : 5, decay = v7 ? 1 : 4;
+        struct ggml_tensor * in[7];
+        for (int i = 0; i < n; i++) {
+            int64_t ne[4];
+            cf_ne(ne, c->ne[0], c->ne[1], !v7 && i == 3 ? 1 : c->ne[2], 1);
+            const double lo = i == decay ? 0.5 : v7 && i == 4 ? -0.2 : -1.0;
+            const double hi = i == decay ? 0.99 : v7 && i == 4 ? 0.2 : 1.0;
+            in[i] = cf_input(b, GGML_TYPE_F32, ne, false, CF_FILL_UNIFORM, lo, hi);
+        }
+        int64_t ns[4];
+        cf_ne(ns, c->ne[0] * c->ne[0] * c->ne[1], c->ip[0], 1, 1);
+        in[n] = cf_input(b, GGML_TYPE_F32, ns, false, CF_FILL_UNIFORM, -1.0, 1.0);
+        for (int i = 0; i <= n; i++) {
+            if (in[i] == NULL) {
+                return NULL;
+            }
+        }
+        return v7 ? ggml_rwkv_wkv7(ctx, in[0], in[1], in[2], in[3], in[4], in[5], in[6])
+                  : ggml_rwkv_wkv6(ctx, in[0], in[1], in[2], in[3], in[4], in[5]);
+    }
     case CF_OP_DSV4_HC_COMB: {
         int64_t ns[4], nb[4];
         cf_ne(ns, 3, 1, 1, 1);

@@ -63,6 +63,8 @@ enum cf_op {
     CF_OP_GATED_DELTA_NET,
     CF_OP_LIGHTNING_INDEXER,
     CF_OP_DSV4_HC_COMB,
+    CF_OP_RWKV_WKV6,
+    CF_OP_RWKV_WKV7,
 };
 
 /*
@@ -128,7 +130,7 @@ static const char * cf_op_label(const struct cf_op_case * c) {
         "cumsum", "argsort", "top_k",
         "pad_reflect_1d",
         "ssm_conv", "dsv4_hc_pre", "dsv4_hc_post", "gated_linear_attn", "ssm_scan", "gated_delta_net",
-        "lightning_indexer", "dsv4_hc_comb",
+        "lightning_indexer", "dsv4_hc_comb", "rwkv_wkv6", "rwkv_wkv7",
     };
     return names[c->op];
 }
@@ -767,6 +769,13 @@ static void cf_cases_recurrent(struct cf_case_list * l) {
     for (int i = 0; i < 3; i++) {
         c = cf_add(l, CF_OP_DSV4_HC_COMB, GGML_TYPE_F32, GGML_TYPE_F32, 24, comb[i][0], 1, 1, CF_CONTIG, NULL);
         c->ip[0] = comb[i][1], c->fp[0] = 1e-6f;
+    }
+    /* rwkv_wkv6, rwkv_wkv7: as gated_linear_attn (ne [S, H, n_tokens], ip[0] sequences) */
+    for (int i = 0; i < 3; i++) {
+        c = cf_add(l, CF_OP_RWKV_WKV6, GGML_TYPE_F32, GGML_TYPE_F32, gla[i][0], gla[i][1], gla[i][2], 1, CF_CONTIG, NULL);
+        c->ip[0] = (int) gla[i][3];
+        c = cf_add(l, CF_OP_RWKV_WKV7, GGML_TYPE_F32, GGML_TYPE_F32, gla[i][0], gla[i][1], gla[i][2], 1, CF_CONTIG, NULL);
+        c->ip[0] = (int) gla[i][3];
     }
 }
 

@@ -1222,6 +1222,80 @@ static void cf_ref_hc_comb(struct cf_ref * r) {
     }
 }
 
+/*
+ * rwkv_wkv6 (k, v, r, u, w): out[j] = sum_i r[i] (u[i] k[i] v[j] + s[i][j]); s[i][j] = s[i][j] w[i] + k[i] v[j].
+ * rwkv_wkv7 (r, w, k, v, a, b), s[i][j] with i over v: sa = sum_j a[j] s[i][j];
+ *   s[i][j] = s[i][j] w[j] + v[i] k[j] + sa b[j]; out[i] = sum_j s[i][j] r[j].
+ * Packed as gated_linear_attn's; mag tracks each state element's sum of magnitudes for the tolerance.
+ */
+static void cf_ref_rwkv(struct cf_ref * r) {
+    const bool v7 = r->c->op == CF_OP_RWKV_WKV7;
+    const int n_in = v7 ? 6 : 5;
+    struct cf_acc in[7];
+    for (int i = 0; i <= n_in; i++) {
+        in[i] = cf_acc_of(r->b, r->b->in[i], false);
+    }
+    const struct cf_acc * s0 = &in[n_in];
+    const int64_t S = in[0].ne[0], H = in[0].ne[1], T = in[0].ne[2], N = s0->ne[1], L = T / N;
+    double * st = malloc((size_t) (2 * S * S + S) * sizeof(double));
+    if (st == NULL) {
+        r->failed = true;
+        return;
+    }
+    double * mag = st + S * S, * o = mag + S * S;
+#define RW(k, t, h, i) cf_at(&in[k], i, h, t, 0)
+    for (int64_t n = 0; n < N; n++) {
+        for (int64_t h = 0; h < H; h++) {
+            for (int64_t e = 0; e < S * S; e++) {
+                st[e]  = cf_at(s0, h * S * S + e, n, 0, 0);
+                mag[e] = fabs(st[e]);
+            }
+            for (int64_t t = n * L; t < (n + 1) * L; t++) {
+                for (int64_t x = 0; x < S; x++) {
+                    double om = 0;
+                    o[x] = 0;
+                    if (v7) { /* row x of the state */
+                        double sa = 0, sam = 0;
+                        for (int64_t j = 0; j < S; j++) {
+                            sa += RW(4, t, h, j) * st[x * S + j];
+                            sam += fabs(RW(4, t, h, j)) * mag[x * S + j];
+                        }
+                        for (int64_t j = 0; j < S; j++) {
+                            const double vk = RW(3, t, h, x) * RW(2, t, h, j);
+                            st[x * S + j]  = st[x * S + j] * RW(1, t, h, j) + vk + sa * RW(5, t, h, j);
+                            mag[x * S + j] = mag[x * S + j] * RW(1, t, h, j) + fabs(vk) + sam * fabs(RW(5, t, h, j));
+                            o[x] += st[x * S + j] * RW(0, t, h, j);
+                            om += mag[x * S + j] * fabs(RW(0, t, h, j));
+                        }
+                    } else { /* column x of the outputs */
+                        for (int64_t i = 0; i < S; i++) {
+                            const double kv = RW(0, t, h, i) * RW(1, t, h, x), u = cf_at(&in[3], i, h, 0, 0);
+                            o[x] += RW(2, t, h, i) * (u * kv + st[i * S + x]);
+                            om += fabs(RW(2, t, h, i)) * (fabs(u * kv) + mag[i * S + x]);
+                        }
+                    }
+                    cf_put(r, h * S + x, t, 0, 0, o[x], cf_recur_tol(L + S, om));
+                }
+                if (!v7) {
+                    for (int64_t i = 0; i < S; i++) {
+                        for (int64_t j = 0; j < S; j++) {
+                            const double kv = RW(0, t, h, i) * RW(1, t, h, j);
+                            st[i * S + j]  = st[i * S + j] * RW(4, t, h, i) + kv;
+                            mag[i * S + j] = mag[i * S + j] * RW(4, t, h, i) + fabs(kv);
+                        }
+                    }
+                }
+            }
+            for (int64_t e = 0; e < S * S; e++) {
+                const int64_t flat = h * S * S + e;
+                cf_put(r, flat % (S * H), T + n * S + flat / (S * H), 0, 0, st[e], cf_recur_tol(L + S, mag[e]));
+            }
+        }
+    }
+#undef RW
+    free(st);
+}
+
 static void cf_reference(struct cf_ref * r) {
     switch (r->c->op) {
     case CF_OP_DUP:
@@ -1277,6 +1351,8 @@ static void cf_reference(struct cf_ref * r) {
     case CF_OP_GATED_DELTA_NET: cf_ref_gated_delta_net(r); break;
     case CF_OP_LIGHTNING_INDEXER: cf_ref_lightning_indexer(r); break;
     case CF_OP_DSV4_HC_COMB: cf_ref_hc_comb(r); break;
+    case CF_OP_RWKV_WKV6:
+    case CF_OP_RWKV_WKV7: cf_ref_rwkv(r); break;
     default: r->failed = true; break;
     }
 }
