@@ -92,3 +92,23 @@ struct ggml_tensor * ggml_diag_mask_inf_inplace(struct ggml_context * ctx, struc
     GGMLX_CTX_CHECK(ctx);
     return ggmlx_diag_mask_impl(ctx, a, n_past, GGML_OP_DIAG_MASK_INF, true, __func__);
 }
+
+/* one F32 logit per head (a's ne2) joining every row's softmax without an output (NULL removes) */
+void ggml_soft_max_add_sinks(struct ggml_tensor * a, struct ggml_tensor * sinks) {
+    if (a == NULL) {
+        ggmlx_error(__func__, "tensor argument 'a' is NULL");
+        return;
+    }
+    if (a->op != GGML_OP_SOFT_MAX) {
+        ggmlx_error(__func__, "a must be a SOFT_MAX result, got op %s", ggml_op_name(a->op));
+        return;
+    }
+    if (sinks != NULL && (sinks->type != GGML_TYPE_F32 || sinks->ne[0] != a->src[0]->ne[2] ||
+                          ggml_nelements(sinks) != sinks->ne[0])) {
+        ggmlx_error(__func__, "sinks must be F32 [a ne2 = %lld], got %s", (long long) a->src[0]->ne[2],
+                    GGMLX_SHAPE(sinks));
+        return;
+    }
+    a->src[2] = sinks;
+    ggmlx_ok();
+}

@@ -37,3 +37,17 @@ struct ggml_tensor * ggml_top_k(struct ggml_context * ctx, struct ggml_tensor * 
     result->src[0] = a;
     return result;
 }
+
+/* the indices of each row's k largest elements, largest first: a view of the first k columns of a
+ * descending argsort, as upstream builds it (so the result is not contiguous) */
+struct ggml_tensor * ggml_argsort_top_k(struct ggml_context * ctx, struct ggml_tensor * a, int k) {
+    GGMLX_CTX_CHECK(ctx);
+    GGMLX_REQUIRE_TENSOR(ctx, a);
+    GGMLX_REQUIRE(ctx, a->type == GGML_TYPE_F32, "a must be F32, got %s", GGMLX_SHAPE(a));
+    GGMLX_REQUIRE(ctx, k >= 1 && k <= a->ne[0], "k must be in 1 .. a ne0 (%lld), got %d", (long long) a->ne[0], k);
+    struct ggml_tensor * sorted = ggml_argsort(ctx, a, GGML_SORT_ORDER_DESC);
+    if (sorted == NULL) {
+        return NULL;
+    }
+    return ggml_view_4d(ctx, sorted, k, a->ne[1], a->ne[2], a->ne[3], sorted->nb[1], sorted->nb[2], sorted->nb[3], 0);
+}

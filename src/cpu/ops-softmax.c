@@ -12,7 +12,7 @@
 #define ROW_PTR(t, i1, i2, i3) ((char *)(t)->data + (i1) * (t)->nb[1] + (i2) * (t)->nb[2] + (i3) * (t)->nb[3])
 
 /* ALiBi slope of head h among n_head heads: geometric in h, as upstream defines it */
-static float alibi_slope(float max_bias, int64_t n_head, int64_t h) {
+float ggmlx_cpu_alibi_slope(float max_bias, int64_t n_head, int64_t h) {
     if (!(max_bias > 0.0f)) {
         return 1.0f;
     }
@@ -25,6 +25,7 @@ static float alibi_slope(float max_bias, int64_t n_head, int64_t h) {
 void ggmlx_cpu_soft_max(const struct ggmlx_cpu_params * params, struct ggml_tensor * dst) {
     const struct ggml_tensor * src  = dst->src[0];
     const struct ggml_tensor * mask = dst->src[1];
+    const struct ggml_tensor * sinks = dst->src[2]; /* ggml_soft_max_add_sinks: one logit per head, no output */
     const float   scale    = ggmlx_get_op_params_f32(dst, 0);
     const float   max_bias = ggmlx_get_op_params_f32(dst, 1);
     const int64_t ne0 = src->ne[0], ne1 = src->ne[1], ne2 = src->ne[2];
@@ -45,7 +46,7 @@ void ggmlx_cpu_soft_max(const struct ggmlx_cpu_params * params, struct ggml_tens
         const char * m = mask ? ROW_PTR(mask, i1, i2 % mask->ne[2], i3 % mask->ne[3]) : NULL;
 
         if (i2 != slope_h) {
-            slope   = alibi_slope(max_bias, ne2, i2);
+            slope   = ggmlx_cpu_alibi_slope(max_bias, ne2, i2);
             slope_h = i2;
         }
 
@@ -61,13 +62,15 @@ void ggmlx_cpu_soft_max(const struct ggmlx_cpu_params * params, struct ggml_tens
             *(float *)(d + i * dnb0) = w;
             max = w > max ? w : max;
         }
+        const float sink = sinks ? ((const float *) sinks->data)[i2] : -INFINITY;
+        max = sink > max ? sink : max;
         if (max == -INFINITY) {
             for (int64_t i = 0; i < ne0; i++) {
                 *(float *)(d + i * dnb0) = 0.0f;
             }
             continue;
         }
-        double sum = 0.0;
+        double sum = sinks ? expf(sink - max) : 0.0;
         for (int64_t i = 0; i < ne0; i++) {
             float * p = (float *)(d + i * dnb0);
             const float e = expf(*p - max);

@@ -55,6 +55,22 @@ enum cf_op {
     CF_OP_ARGSORT,
     CF_OP_TOP_K,
     CF_OP_PAD_REFLECT_1D,
+    /* convolution and images */
+    CF_OP_IM2COL,
+    CF_OP_CONV_2D_DIRECT,
+    CF_OP_CONV_2D_DW_DIRECT,
+    CF_OP_POOL_2D,
+    CF_OP_UPSCALE,
+    CF_OP_POOL_1D,
+    CF_OP_CONV_TRANSPOSE_2D,
+    CF_OP_COL2IM_1D,
+    CF_OP_WIN_PART,
+    CF_OP_GET_REL_POS,
+    CF_OP_ADD_REL_POS,
+    CF_OP_ADD_ID,
+    CF_OP_MUL_MAT_ID,
+    CF_OP_FLASH_ATTN_EXT,
+    /* recurrent and linear attention, DeepSeek indexer and hyper-connections */
     CF_OP_SSM_CONV,
     CF_OP_DSV4_HC_PRE,
     CF_OP_DSV4_HC_POST,
@@ -129,6 +145,9 @@ static const char * cf_op_label(const struct cf_op_case * c) {
         "l2_norm", "group_norm", "out_prod", "diag_mask_zero", "pad", "arange", "timestep_embedding", "count_equal",
         "cumsum", "argsort", "top_k",
         "pad_reflect_1d",
+        "im2col", "conv_2d_direct", "conv_2d_dw_direct", "pool_2d", "interpolate",
+        "pool_1d", "conv_transpose_2d_p0", "col2im_1d", "win_part", "get_rel_pos", "add_rel_pos",
+        "add_id", "mul_mat_id", "flash_attn_ext",
         "ssm_conv", "dsv4_hc_pre", "dsv4_hc_post", "gated_linear_attn", "ssm_scan", "gated_delta_net",
         "lightning_indexer", "dsv4_hc_comb", "rwkv_wkv6", "rwkv_wkv7",
     };
@@ -716,6 +735,132 @@ static void cf_cases_misc(struct cf_case_list * l) {
 }
 
 /*
+ * Convolution and images. im2col and the direct convolutions: ne the data [W, H, C, N], nb the
+ * kernel, ip the stride (both dims), the two paddings and the dilation (both dims); t1 im2col's
+ * column type. pool_2d: ip the pool op, k0, k1, the stride (both dims), fp the paddings.
+ * interpolate: nb the result's shape, ip[0] the mode and flags.
+ */
+static void cf_cases_conv(struct cf_case_list * l) {
+    struct cf_op_case * c;
+    const enum ggml_type col_types[2] = { GGML_TYPE_F32, GGML_TYPE_F16 };
+    for (int t = 0; t < 2; t++) {
+        c = cf_add(l, CF_OP_IM2COL, GGML_TYPE_F16, col_types[t], 33, 31, 3, 2, CF_CONTIG, NULL);
+        c->nb[0] = 3, c->nb[1] = 3, c->nb[2] = 3, c->nb[3] = 4;
+        c->ip[0] = 2, c->ip[1] = 1, c->ip[2] = 0, c->ip[3] = 2;
+        c = cf_add(l, CF_OP_IM2COL, GGML_TYPE_F16, col_types[t], 13, 9, 4, 3, CF_PERMUTED, NULL);
+        c->nb[0] = 5, c->nb[1] = 2, c->nb[2] = 4, c->nb[3] = 1;
+        c->ip[0] = 1, c->ip[1] = 2, c->ip[2] = 1, c->ip[3] = 1;
+    }
+    const enum ggml_type kernel_types[2] = { GGML_TYPE_F32, GGML_TYPE_F16 };
+    for (int t = 0; t < 2; t++) {
+        c = cf_add(l, CF_OP_CONV_2D_DIRECT, kernel_types[t], GGML_TYPE_F32, 33, 31, 5, 2, CF_CONTIG, NULL);
+        c->nb[0] = 3, c->nb[1] = 3, c->nb[2] = 5, c->nb[3] = 7;
+        c->ip[0] = 1, c->ip[1] = 1, c->ip[2] = 1, c->ip[3] = 1;
+        c = cf_add(l, CF_OP_CONV_2D_DIRECT, kernel_types[t], GGML_TYPE_F32, 17, 12, 3, 1, CF_PERMUTED, NULL);
+        c->nb[0] = 4, c->nb[1] = 3, c->nb[2] = 3, c->nb[3] = 5;
+        c->ip[0] = 2, c->ip[1] = 2, c->ip[2] = 0, c->ip[3] = 2;
+        c = cf_add(l, CF_OP_CONV_2D_DW_DIRECT, kernel_types[t], GGML_TYPE_F32, 32, 33, 6, 2, CF_CONTIG, NULL);
+        c->nb[0] = 3, c->nb[1] = 3, c->nb[2] = 1, c->nb[3] = 6;
+        c->ip[0] = 1, c->ip[1] = 1, c->ip[2] = 1, c->ip[3] = 1;
+        c = cf_add(l, CF_OP_CONV_2D_DW_DIRECT, kernel_types[t], GGML_TYPE_F32, 19, 14, 5, 1, CF_PERMUTED, NULL);
+        c->nb[0] = 5, c->nb[1] = 3, c->nb[2] = 1, c->nb[3] = 5;
+        c->ip[0] = 2, c->ip[1] = 2, c->ip[2] = 1, c->ip[3] = 2;
+    }
+    for (int t = 0; t < 2; t++) {
+        for (int op = 0; op < 2; op++) {
+            c = cf_add(l, CF_OP_POOL_2D, kernel_types[t], GGML_TYPE_F32, 33, 31, 3, 2, t ? CF_PERMUTED : CF_CONTIG,
+                       op == GGML_OP_POOL_MAX ? "max" : "avg");
+            c->ip[0] = op, c->ip[1] = 3, c->ip[2] = 2, c->ip[3] = 2;
+            c->fp[0] = 1.0f, c->fp[1] = 1.0f;
+        }
+    }
+    const uint32_t modes[] = {
+        GGML_SCALE_MODE_NEAREST, GGML_SCALE_MODE_BILINEAR, GGML_SCALE_MODE_BICUBIC,
+        GGML_SCALE_MODE_BILINEAR | GGML_SCALE_FLAG_ALIGN_CORNERS, GGML_SCALE_MODE_BICUBIC | GGML_SCALE_FLAG_ALIGN_CORNERS,
+        GGML_SCALE_MODE_BILINEAR | GGML_SCALE_FLAG_ANTIALIAS,
+    };
+    static const char * const mode_names[] = { "nearest", "bilinear", "bicubic", "bilinear-ac", "bicubic-ac",
+                                               "bilinear-aa" };
+    for (int m = 0; m < 6; m++) {
+        /* up by 2 (x) and 1.5 (y), and down by 4 (x) and 2 (y) */
+        c = cf_add(l, CF_OP_UPSCALE, GGML_TYPE_F32, GGML_TYPE_F32, 16, 12, 3, 2, m % 2 ? CF_PERMUTED : CF_CONTIG,
+                   mode_names[m]);
+        c->nb[0] = 32, c->nb[1] = 18, c->nb[2] = 3, c->nb[3] = 2;
+        c->ip[0] = (int) modes[m];
+        c = cf_add(l, CF_OP_UPSCALE, GGML_TYPE_F32, GGML_TYPE_F32, 32, 12, 2, 1, CF_CONTIG, mode_names[m]);
+        c->nb[0] = 8, c->nb[1] = 6, c->nb[2] = 2, c->nb[3] = 1;
+        c->ip[0] = (int) modes[m];
+    }
+    /* pool_1d: ip the pool op, kernel, stride, padding */
+    for (int t = 0; t < 2; t++) {
+        for (int op = 0; op < 2; op++) {
+            c = cf_add(l, CF_OP_POOL_1D, kernel_types[t], GGML_TYPE_F32, 33, 5, 2, 2, t ? CF_PERMUTED : CF_CONTIG,
+                       op == GGML_OP_POOL_MAX ? "max" : "avg");
+            c->ip[0] = op, c->ip[1] = 4, c->ip[2] = 3, c->ip[3] = 2;
+        }
+    }
+    /* conv_transpose_2d_p0: ne the data [W, H, IC, N], nb the kernel [KW, KH, OC, IC], ip[0] the stride */
+    for (int t = 0; t < 2; t++) {
+        c = cf_add(l, CF_OP_CONV_TRANSPOSE_2D, kernel_types[t], GGML_TYPE_F32, 13, 9, 6, 2, CF_CONTIG, NULL);
+        c->nb[0] = 3, c->nb[1] = 4, c->nb[2] = 5, c->nb[3] = 6;
+        c->ip[0] = 2 + t;
+    }
+    /* col2im_1d: ne the columns [K*oc, T_in], ip the stride, oc, the padding */
+    for (int t = 0; t < 3; t++) {
+        c = cf_add(l, CF_OP_COL2IM_1D, cf_float_types[t], cf_float_types[t], 4 * 3, 33, 1, 1, CF_CONTIG, NULL);
+        c->ip[0] = 2 + t % 2, c->ip[1] = 3, c->ip[2] = t;
+    }
+    /* win_part: ne [C, W, H], ip[0] the window; get_rel_pos: ip[0] qh = kh; add_rel_pos: ne pw's shape */
+    cf_add(l, CF_OP_WIN_PART, GGML_TYPE_F32, GGML_TYPE_F32, 7, 13, 11, 1, CF_CONTIG, NULL)->ip[0] = 5;
+    cf_add(l, CF_OP_WIN_PART, GGML_TYPE_F32, GGML_TYPE_F32, 33, 8, 8, 1, CF_CONTIG, NULL)->ip[0] = 4;
+    cf_add(l, CF_OP_GET_REL_POS, GGML_TYPE_F16, GGML_TYPE_F16, 33, 13, 1, 1, CF_CONTIG, NULL)->ip[0] = 7;
+    cf_add(l, CF_OP_ADD_REL_POS, GGML_TYPE_F32, GGML_TYPE_F32, 5, 4, 3, 2, CF_CONTIG, NULL);
+    cf_add(l, CF_OP_ADD_REL_POS, GGML_TYPE_F32, GGML_TYPE_F32, 7, 7, 2, 3, CF_INPLACE, NULL);
+}
+
+/*
+ * Experts and fused attention. add_id: a [ne0, n_used, n_tok], nb = b [ne0, n_expert].
+ * mul_mat_id: ne = the experts [K, N, n_expert], nb = b [K, n_b, n_tok], ip[0] = n_used.
+ * flash_attn_ext: ne = q [DK, n_q, n_head, ne3], nb = v [DV, n_kv, n_head_kv], t0 the K/V type,
+ * ip[0] 1 for a causal F16 mask (ip[1] extra mask rows), fp scale, max_bias, logit_softcap.
+ */
+static void cf_cases_experts_flash(struct cf_case_list * l) {
+    struct cf_op_case * c = cf_add(l, CF_OP_ADD_ID, GGML_TYPE_F32, GGML_TYPE_F32, 33, 4, 5, 1, CF_CONTIG, NULL);
+    c->nb[0] = 33, c->nb[1] = 7, c->nb[2] = 1, c->nb[3] = 1;
+    const enum ggml_type et[] = { GGML_TYPE_F32, GGML_TYPE_F16, GGML_TYPE_BF16, GGML_TYPE_Q8_0, GGML_TYPE_Q4_0,
+                                  GGML_TYPE_Q4_K };
+    for (int t = 0; t < 6; t++) {
+        const int64_t K = ggml_blck_size(et[t]) == 256 ? 256 : 96;
+        /* one token (a vector per expert), then a batch sharing one b row, then one b row per used expert */
+        c = cf_add(l, CF_OP_MUL_MAT_ID, et[t], GGML_TYPE_F32, K, 37, 8, 1, CF_CONTIG, "vec");
+        c->nb[0] = K, c->nb[1] = 1, c->nb[2] = 1, c->nb[3] = 1, c->ip[0] = 3;
+        c = cf_add(l, CF_OP_MUL_MAT_ID, et[t], GGML_TYPE_F32, K, 21, 4, 1, CF_CONTIG, "batch");
+        c->nb[0] = K, c->nb[1] = 1, c->nb[2] = 40, c->nb[3] = 1, c->ip[0] = 2;
+        c = cf_add(l, CF_OP_MUL_MAT_ID, et[t], GGML_TYPE_F32, K, 16, 5, 1, CF_PERMUTED, "per_used");
+        c->nb[0] = K, c->nb[1] = 3, c->nb[2] = 6, c->nb[3] = 1, c->ip[0] = 3;
+    }
+    const enum ggml_type kv[] = { GGML_TYPE_F32, GGML_TYPE_F16, GGML_TYPE_BF16, GGML_TYPE_Q8_0, GGML_TYPE_Q4_0 };
+    for (int t = 0; t < 5; t++) {
+        /* decode with grouped-query heads and a mask; prefill with a causal mask padded with rows */
+        c = cf_add(l, CF_OP_FLASH_ATTN_EXT, kv[t], GGML_TYPE_F16, 64, 1, 8, 1, CF_CONTIG, "decode");
+        c->nb[0] = 64, c->nb[1] = 77, c->nb[2] = 2, c->nb[3] = 1, c->ip[0] = 1, c->fp[0] = 0.125f;
+        c = cf_add(l, CF_OP_FLASH_ATTN_EXT, kv[t], GGML_TYPE_F16, 128, 9, 4, 2, CF_CONTIG, "prefill");
+        c->nb[0] = 128, c->nb[1] = 40, c->nb[2] = 4, c->nb[3] = 1, c->ip[0] = 1, c->ip[1] = 7, c->fp[0] = 0.088f;
+    }
+    /* no mask; ALiBi; soft-capping; head sizes 40 and 576/512 */
+    c = cf_add(l, CF_OP_FLASH_ATTN_EXT, GGML_TYPE_F16, GGML_TYPE_F16, 64, 3, 4, 1, CF_CONTIG, "nomask");
+    c->nb[0] = 64, c->nb[1] = 50, c->nb[2] = 1, c->nb[3] = 1, c->fp[0] = 0.125f;
+    c = cf_add(l, CF_OP_FLASH_ATTN_EXT, GGML_TYPE_F16, GGML_TYPE_F16, 64, 3, 6, 1, CF_CONTIG, "alibi");
+    c->nb[0] = 64, c->nb[1] = 50, c->nb[2] = 3, c->nb[3] = 1, c->ip[0] = 1, c->fp[0] = 0.125f, c->fp[1] = 8.0f;
+    c = cf_add(l, CF_OP_FLASH_ATTN_EXT, GGML_TYPE_F16, GGML_TYPE_F16, 64, 3, 2, 1, CF_CONTIG, "softcap");
+    c->nb[0] = 64, c->nb[1] = 50, c->nb[2] = 1, c->nb[3] = 1, c->ip[0] = 1, c->fp[0] = 1.0f, c->fp[2] = 3.0f;
+    c = cf_add(l, CF_OP_FLASH_ATTN_EXT, GGML_TYPE_F16, GGML_TYPE_F16, 40, 2, 2, 1, CF_CONTIG, "d40");
+    c->nb[0] = 40, c->nb[1] = 33, c->nb[2] = 2, c->nb[3] = 1, c->ip[0] = 1, c->fp[0] = 0.15f;
+    c = cf_add(l, CF_OP_FLASH_ATTN_EXT, GGML_TYPE_F16, GGML_TYPE_F16, 576, 2, 2, 1, CF_CONTIG, "d576_512");
+    c->nb[0] = 512, c->nb[1] = 33, c->nb[2] = 1, c->nb[3] = 1, c->ip[0] = 1, c->fp[0] = 0.04f;
+}
+
+/*
  * Recurrent and hyper-connection ops (F32 only). ssm_conv: ne the window [d_conv - 1 + n_t, d_inner,
  * n_s], ip[0] d_conv. dsv4_hc_pre: ne x [n_embd, hc, n_tok]. dsv4_hc_post: ne residual [n_embd, hc,
  * n_tok]. gated_linear_attn: ne [S, H, n_tokens], ip[0] sequences, fp[0] scale; the result packs
@@ -840,6 +985,8 @@ static bool cf_make_op_cases(struct cf_case_list * l) {
     cf_cases_quant(l);
     cf_cases_attention(l);
     cf_cases_misc(l);
+    cf_cases_conv(l);
+    cf_cases_experts_flash(l);
     cf_cases_recurrent(l);
     return !l->oom;
 }
