@@ -1821,6 +1821,114 @@ extern "C" {
             struct ggml_tensor  * ids);
 
     /*
+     * State-space and linear-attention scans. The scans return one F32 tensor:
+     * the per-token outputs, then the new state(s), as upstream packs them.
+     * ssm_conv: sx [d_conv - 1 + n_t, d_inner, n_s], c [d_conv, d_inner] -> [d_inner, n_t, n_s]
+     * ssm_scan: s [d_state, head_dim, n_head, n_rs], x [head_dim, n_head, n_t, n_s], dt [n_head, n_t, n_s],
+     *           A [1 or d_state, n_head], B and C [d_state, n_group, n_t, n_s], ids I32 [n_s] (state rows);
+     *           K state snapshots (slot 0 final; K > 1 only with Mamba-2's scalar A)
+     * rwkv_wkv6, gated_linear_attn, rwkv_wkv7: inputs [S, H, n_tokens], state S*S*H per sequence ->
+     *           [S*H, n_tokens + S*n_seqs]
+     */
+    GGML_API struct ggml_tensor * ggml_ssm_conv(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * sx,
+            struct ggml_tensor  * c);
+
+    GGML_API struct ggml_tensor * ggml_ssm_scan(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * s,
+            struct ggml_tensor  * x,
+            struct ggml_tensor  * dt,
+            struct ggml_tensor  * A,
+            struct ggml_tensor  * B,
+            struct ggml_tensor  * C,
+            struct ggml_tensor  * ids,
+            int64_t               K);
+
+    GGML_API struct ggml_tensor * ggml_rwkv_wkv6(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * k,
+            struct ggml_tensor  * v,
+            struct ggml_tensor  * r,
+            struct ggml_tensor  * tf,
+            struct ggml_tensor  * td,
+            struct ggml_tensor  * state);
+
+    GGML_API struct ggml_tensor * ggml_gated_linear_attn(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * k,
+            struct ggml_tensor  * v,
+            struct ggml_tensor  * q,
+            struct ggml_tensor  * g,
+            struct ggml_tensor  * state,
+            float scale);
+
+    GGML_API struct ggml_tensor * ggml_rwkv_wkv7(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * r,
+            struct ggml_tensor  * w,
+            struct ggml_tensor  * k,
+            struct ggml_tensor  * v,
+            struct ggml_tensor  * a,
+            struct ggml_tensor  * b,
+            struct ggml_tensor  * state);
+
+    /*
+     * q, k [S_k, H_k, n_tokens, n_seqs_k] (repeated over v's heads and sequences), v [S_v, H_v, n_tokens,
+     * n_seqs], g [1 or S_v, H_v, n_tokens, n_seqs], beta [1, H_v, n_tokens, n_seqs], state [S_v, S_v, H_v,
+     * n_seqs] -> [S_v*H_v, n_tokens*n_seqs + K*S_v*n_seqs]: outputs, then K states (slot 0 the final one,
+     * slot s the state s tokens back; slots past n_tokens - 1 are not written).
+     */
+    GGML_API struct ggml_tensor * ggml_gated_delta_net(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * q,
+            struct ggml_tensor  * k,
+            struct ggml_tensor  * v,
+            struct ggml_tensor  * g,
+            struct ggml_tensor  * beta,
+            struct ggml_tensor  * state,
+            int64_t               K);
+
+    /*
+     * DeepSeek sparse-attention indexer and V4 hyper-connections.
+     * lightning_indexer: q [n_embd, n_head, n_batch, ne3], k [n_embd, 1, n_kv, ne3] (any type with a
+     *   to_float), weights [n_head, n_batch, 1, ne3] (prescaled), mask F16 [n_kv, n_batch, 1, ne33]
+     *   (ne3 % ne33 == 0) -> [n_kv, n_batch, 1, ne3] = sum_h relu(q.k) * weights + mask
+     * dsv4_hc_comb: mixes [24, n_tokens], scale [>= 3], base [24] -> [4, 4, n_tokens], a softmax over
+     *   destinations then n_iter Sinkhorn normalizations (hc = 4 streams only)
+     * dsv4_hc_pre: x [n_embd, hc, n_tokens], weights [hc, n_tokens] -> [n_embd, n_tokens]
+     * dsv4_hc_post: x [n_embd, n_tokens], residual [n_embd, hc, n_tokens], post [hc, n_tokens],
+     *   comb [hc, hc, n_tokens] -> [n_embd, hc, n_tokens]
+     */
+    GGML_API struct ggml_tensor * ggml_lightning_indexer(
+        struct ggml_context * ctx,
+        struct ggml_tensor  * q,
+        struct ggml_tensor  * k,
+        struct ggml_tensor  * weights,
+        struct ggml_tensor  * mask);
+
+    GGML_API struct ggml_tensor * ggml_dsv4_hc_comb(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * mixes,
+            struct ggml_tensor  * scale,
+            struct ggml_tensor  * base,
+            float                 eps,
+            int32_t               n_iter);
+
+    GGML_API struct ggml_tensor * ggml_dsv4_hc_pre(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * x,
+            struct ggml_tensor  * weights);
+
+    GGML_API struct ggml_tensor * ggml_dsv4_hc_post(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * x,
+            struct ggml_tensor  * residual,
+            struct ggml_tensor  * post,
+            struct ggml_tensor  * comb);
+
+    /*
      * Unary ops by enum (see enum ggml_unary_op for the list ggmlx computes).
      */
     GGML_API struct ggml_tensor * ggml_unary(

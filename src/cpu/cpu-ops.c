@@ -159,6 +159,7 @@ ggmlx_cpu_kernel_t ggmlx_cpu_kernel_for(const struct ggml_tensor * node) {
         return qk;
     }
 
+    const bool f32_in_out = s0 != NULL && s0->type == GGML_TYPE_F32 && node->type == GGML_TYPE_F32;
     switch (node->op) {
     case GGML_OP_DUP:
     case GGML_OP_CPY:
@@ -300,6 +301,29 @@ ggmlx_cpu_kernel_t ggmlx_cpu_kernel_for(const struct ggml_tensor * node) {
     case GGML_OP_ADD_ID:
         return s0->type == GGML_TYPE_F32 && s1->type == GGML_TYPE_F32 && node->src[2]->type == GGML_TYPE_I32 &&
                node->type == GGML_TYPE_F32 ? ggmlx_cpu_add_id : NULL;
+    /* recurrent and linear attention, DeepSeek indexer and hyper-connections: F32 (the
+     * constructors admit nothing else, except the indexer's K) */
+    case GGML_OP_SSM_CONV:
+        return f32_in_out ? ggmlx_cpu_ssm_conv : NULL;
+    case GGML_OP_SSM_SCAN:
+        return f32_in_out ? ggmlx_cpu_ssm_scan : NULL;
+    case GGML_OP_RWKV_WKV6:
+        return f32_in_out ? ggmlx_cpu_rwkv_wkv6 : NULL;
+    case GGML_OP_GATED_LINEAR_ATTN:
+        return f32_in_out ? ggmlx_cpu_gated_linear_attn : NULL;
+    case GGML_OP_RWKV_WKV7:
+        return f32_in_out ? ggmlx_cpu_rwkv_wkv7 : NULL;
+    case GGML_OP_GATED_DELTA_NET:
+        return f32_in_out ? ggmlx_cpu_gated_delta_net : NULL;
+    case GGML_OP_LIGHTNING_INDEXER:
+        return f32_in_out && (s1->type == GGML_TYPE_F32 || ggml_get_type_traits(s1->type)->to_float != NULL)
+               ? ggmlx_cpu_lightning_indexer : NULL;
+    case GGML_OP_DSV4_HC_COMB:
+        return f32_in_out ? ggmlx_cpu_dsv4_hc_comb : NULL;
+    case GGML_OP_DSV4_HC_PRE:
+        return f32_in_out ? ggmlx_cpu_dsv4_hc_pre : NULL;
+    case GGML_OP_DSV4_HC_POST:
+        return f32_in_out ? ggmlx_cpu_dsv4_hc_post : NULL;
     default:
         return NULL;
     }
@@ -362,6 +386,10 @@ size_t ggmlx_cpu_work_size(const struct ggml_tensor * node, int n_tasks) {
         return ggmlx_cpu_flash_attn_work_size(node, n_tasks);
     case GGML_OP_MUL_MAT_ID:
         return ggmlx_cpu_mul_mat_id_work_size(node, n_tasks);
+    case GGML_OP_GATED_DELTA_NET:
+        return ggmlx_cpu_gated_delta_net_work_size(node, n_tasks);
+    case GGML_OP_LIGHTNING_INDEXER:
+        return ggmlx_cpu_lightning_indexer_work_size(node, n_tasks);
     default:
         return 0;
     }

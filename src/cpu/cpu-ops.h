@@ -185,5 +185,20 @@ void         ggmlx_cpu_mul_mat_id(const struct ggmlx_cpu_params * params, struct
 size_t       ggmlx_cpu_mul_mat_id_work_size(const struct ggml_tensor * dst, int n_tasks);
 const char * ggmlx_cpu_mul_mat_id_refusal(const struct ggml_tensor * dst); /* NULL: supported */
 void         ggmlx_cpu_add_id(const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
+/* ops-recurrent.c: SSM_CONV, SSM_SCAN, RWKV_WKV6, GATED_LINEAR_ATTN, RWKV_WKV7, GATED_DELTA_NET (F32) */
+void   ggmlx_cpu_ssm_conv         (const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
+void   ggmlx_cpu_ssm_scan         (const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
+void   ggmlx_cpu_rwkv_wkv6        (const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
+void   ggmlx_cpu_gated_linear_attn(const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
+void   ggmlx_cpu_rwkv_wkv7        (const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
+void   ggmlx_cpu_gated_delta_net  (const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
+size_t ggmlx_cpu_gated_delta_net_work_size(const struct ggml_tensor * dst, int n_tasks);
+
+/* ops-dsv4.c: LIGHTNING_INDEXER (K of any type with a to_float), DSV4_HC_COMB/PRE/POST (F32) */
+void   ggmlx_cpu_lightning_indexer(const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
+size_t ggmlx_cpu_lightning_indexer_work_size(const struct ggml_tensor * dst, int n_tasks);
+void   ggmlx_cpu_dsv4_hc_comb     (const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
+void   ggmlx_cpu_dsv4_hc_pre      (const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
+void   ggmlx_cpu_dsv4_hc_post     (const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
 
 #endif /* GGMLX_CPU_OPS_H */

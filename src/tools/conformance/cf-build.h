@@ -9,7 +9,7 @@
 #include "cf-cases.h"
 
 #define CF_MAX_ROOTS  12
-#define CF_MAX_INPUTS 6
+#define CF_MAX_INPUTS 7 /* ssm_scan's */
 
 enum cf_fill {
     CF_FILL_POISON,  /* written by the graph: starts as all-ones bytes (NaN in every float type) */
@@ -446,6 +446,130 @@ static struct ggml_tensor * cf_build_op(struct cf_build * b, const struct cf_op_
             return NULL;
         }
         return ggml_flash_attn_ext(ctx, q, k, v, m, c->fp[0], c->fp[1], c->fp[2]);
+    }
+    case CF_OP_SSM_CONV: {
+        int64_t ne[4];
+        cf_ne(ne, c->ip[0], c->ne[1], 1, 1);
+        a = cf_input(b, GGML_TYPE_F32, c->ne, false, CF_FILL_UNIFORM, -2.0, 2.0);
+        x = cf_input(b, GGML_TYPE_F32, ne, false, CF_FILL_UNIFORM, -1.0, 1.0);
+        return a == NULL || x == NULL ? NULL : ggml_ssm_conv(ctx, a, x);
+    }
+    case CF_OP_DSV4_HC_PRE: {
+        int64_t ne[4];
+        cf_ne(ne, c->ne[1], c->ne[2], 1, 1);
+        a = cf_input(b, GGML_TYPE_F32, c->ne, permuted, CF_FILL_UNIFORM, -2.0, 2.0);
+        x = cf_input(b, GGML_TYPE_F32, ne, permuted, CF_FILL_UNIFORM, 0.0, 1.0);
+        return a == NULL || x == NULL ? NULL : ggml_dsv4_hc_pre(ctx, a, x);
+    }
+    case CF_OP_DSV4_HC_POST: {
+        int64_t nx[4], np[4], nc[4];
+        cf_ne(nx, c->ne[0], c->ne[2], 1, 1);
+        cf_ne(np, c->ne[1], c->ne[2], 1, 1);
+        cf_ne(nc, c->ne[1], c->ne[1], c->ne[2], 1);
+        a = cf_input(b, GGML_TYPE_F32, nx, permuted, CF_FILL_UNIFORM, -2.0, 2.0);
+        x = cf_input(b, GGML_TYPE_F32, c->ne, permuted, CF_FILL_UNIFORM, -2.0, 2.0);
+        struct ggml_tensor * post = cf_input(b, GGML_TYPE_F32, np, permuted, CF_FILL_UNIFORM, 0.0, 2.0);
+        struct ggml_tensor * comb = cf_input(b, GGML_TYPE_F32, nc, permuted, CF_FILL_UNIFORM, 0.0, 1.0);
+        return a == NULL || x == NULL || post == NULL || comb == NULL ? NULL : ggml_dsv4_hc_post(ctx, a, x, post, comb);
+    }
+    case CF_OP_GATED_LINEAR_ATTN: { /* k, v, q in [-1, 1), the gate in (0, 1), the state */
+        struct ggml_tensor * in[5];
+        for (int i = 0; i < 4; i++) {
+            in[i] = cf_input(b, GGML_TYPE_F32, c->ne, false, CF_FILL_UNIFORM, i == 3 ? 0.5 : -1.0, i == 3 ? 0.99 : 1.0);
+        }
+        int64_t ns[4];
+        cf_ne(ns, c->ne[0] * c->ne[0] * c->ne[1], c->ip[0], 1, 1);
+        in[4] = cf_input(b, GGML_TYPE_F32, ns, false, CF_FILL_UNIFORM, -1.0, 1.0);
+        for (int i = 0; i < 5; i++) {
+            if (in[i] == NULL) {
+                return NULL;
+            }
+        }
+        return ggml_gated_linear_attn(ctx, in[0], in[1], in[2], in[3], in[4], c->fp[0]);
+    }
+    case CF_OP_SSM_SCAN: {
+        const int64_t ds = c->ip[0], hd = c->ne[0], nh = c->ne[1], nt = c->ne[2], ns = c->ne[3];
+        int64_t ne[7][4];
+        cf_ne(ne[0], ds, hd, nh, c->nb[0]);
+        cf_ne(ne[1], hd, nh, nt, ns);
+        cf_ne(ne[2], nh, nt, ns, 1);
+        cf_ne(ne[3], c->ip[2] ? ds : 1, nh, 1, 1);
+        cf_ne(ne[4], ds, c->ip[1], nt, ns);
+        cf_ne(ne[5], ds, c->ip[1], nt, ns);
+        cf_ne(ne[6], ns, 1, 1, 1);
+        const double lo[7] = { -1, -1, -2, -2, -1, -1, 0 }, hi[7] = { 1, 1, 1, -0.1, 1, 1, (double) c->nb[0] - 1 };
+        struct ggml_tensor * in[7];
+        for (int i = 0; i < 7; i++) {
+            in[i] = cf_input(b, i == 6 ? GGML_TYPE_I32 : GGML_TYPE_F32, ne[i], false, i == 6 ? CF_FILL_INT : CF_FILL_UNIFORM,
+                             lo[i], hi[i]);
+            if (in[i] == NULL) {
+                return NULL;
+            }
+        }
+        return ggml_ssm_scan(ctx, in[0], in[1], in[2], in[3], in[4], in[5], in[6], c->nb[1]);
+    }
+    case CF_OP_GATED_DELTA_NET: { /* q, k, v in [-1, 1) (k scaled down so the delta rule stays stable) */
+        const int64_t S = c->ne[0], H = c->ne[1], T = c->ne[2], N = c->ne[3];
+        int64_t ne[6][4];
+        cf_ne(ne[0], S, c->ip[0], T, N);
+        cf_ne(ne[1], S, c->ip[0], T, N);
+        cf_ne(ne[2], S, H, T, N);
+        cf_ne(ne[3], c->ip[1] ? S : 1, H, T, N);
+        cf_ne(ne[4], 1, H, T, N);
+        cf_ne(ne[5], S, S, H, N);
+        const double kmax = 1.0 / sqrt((double) S);
+        const double lo[6] = { -1, -kmax, -1, -0.5, 0.1, -0.5 }, hi[6] = { 1, kmax, 1, 0, 0.9, 0.5 };
+        struct ggml_tensor * in[6];
+        for (int i = 0; i < 6; i++) {
+            in[i] = cf_input(b, GGML_TYPE_F32, ne[i], false, CF_FILL_UNIFORM, lo[i], hi[i]);
+            if (in[i] == NULL) {
+                return NULL;
+            }
+        }
+        return ggml_gated_delta_net(ctx, in[0], in[1], in[2], in[3], in[4], in[5], c->ip[2]);
+    }
+    case CF_OP_LIGHTNING_INDEXER: {
+        int64_t nk[4], nw[4], nm[4];
+        cf_ne(nk, c->ne[0], 1, c->ip[0], c->ne[3]);
+        cf_ne(nw, c->ne[1], c->ne[2], 1, c->ne[3]);
+        cf_ne(nm, c->ip[0], c->ne[2], 1, c->ip[1]);
+        a = cf_input(b, GGML_TYPE_F32, c->ne, false, CF_FILL_UNIFORM, -1.0, 1.0);
+        x = cf_input(b, c->t1, nk, false, CF_FILL_UNIFORM, -1.0, 1.0);
+        struct ggml_tensor * w = cf_input(b, GGML_TYPE_F32, nw, false, CF_FILL_UNIFORM, 0.0, 1.0);
+        struct ggml_tensor * m = cf_input(b, GGML_TYPE_F16, nm, false, CF_FILL_CAUSAL, 0, 0);
+        return a == NULL || x == NULL || w == NULL || m == NULL ? NULL : ggml_lightning_indexer(ctx, a, x, w, m);
+    }
+    case CF_OP_RWKV_WKV6: /* k, v, r, the bonus u [S, H], the decay w in (0, 1), the state */
+    case CF_OP_RWKV_WKV7: { /* r, the decay w, k, v, a (small: it feeds the state back), b, the state */
+        const bool v7 = c->op == CF_OP_RWKV_WKV7;
+        const int n = v7 ? 6 : 5, decay = v7 ? 1 : 4;
+        struct ggml_tensor * in[7];
+        for (int i = 0; i < n; i++) {
+            int64_t ne[4];
+            cf_ne(ne, c->ne[0], c->ne[1], !v7 && i == 3 ? 1 : c->ne[2], 1);
+            const double lo = i == decay ? 0.5 : v7 && i == 4 ? -0.2 : -1.0;
+            const double hi = i == decay ? 0.99 : v7 && i == 4 ? 0.2 : 1.0;
+            in[i] = cf_input(b, GGML_TYPE_F32, ne, false, CF_FILL_UNIFORM, lo, hi);
+        }
+        int64_t ns[4];
+        cf_ne(ns, c->ne[0] * c->ne[0] * c->ne[1], c->ip[0], 1, 1);
+        in[n] = cf_input(b, GGML_TYPE_F32, ns, false, CF_FILL_UNIFORM, -1.0, 1.0);
+        for (int i = 0; i <= n; i++) {
+            if (in[i] == NULL) {
+                return NULL;
+            }
+        }
+        return v7 ? ggml_rwkv_wkv7(ctx, in[0], in[1], in[2], in[3], in[4], in[5], in[6])
+                  : ggml_rwkv_wkv6(ctx, in[0], in[1], in[2], in[3], in[4], in[5]);
+    }
+    case CF_OP_DSV4_HC_COMB: {
+        int64_t ns[4], nb[4];
+        cf_ne(ns, 3, 1, 1, 1);
+        cf_ne(nb, 24, 1, 1, 1);
+        a = cf_input(b, GGML_TYPE_F32, c->ne, false, CF_FILL_UNIFORM, -2.0, 2.0);
+        x = cf_input(b, GGML_TYPE_F32, ns, false, CF_FILL_UNIFORM, 0.5, 1.0);
+        struct ggml_tensor * base = cf_input(b, GGML_TYPE_F32, nb, false, CF_FILL_UNIFORM, -0.5, 0.5);
+        return a == NULL || x == NULL || base == NULL ? NULL : ggml_dsv4_hc_comb(ctx, a, x, base, c->fp[0], c->ip[0]);
     }
     }
     return NULL;

@@ -70,6 +70,17 @@ enum cf_op {
     CF_OP_ADD_ID,
     CF_OP_MUL_MAT_ID,
     CF_OP_FLASH_ATTN_EXT,
+    /* recurrent and linear attention, DeepSeek indexer and hyper-connections */
+    CF_OP_SSM_CONV,
+    CF_OP_DSV4_HC_PRE,
+    CF_OP_DSV4_HC_POST,
+    CF_OP_GATED_LINEAR_ATTN,
+    CF_OP_SSM_SCAN,
+    CF_OP_GATED_DELTA_NET,
+    CF_OP_LIGHTNING_INDEXER,
+    CF_OP_DSV4_HC_COMB,
+    CF_OP_RWKV_WKV6,
+    CF_OP_RWKV_WKV7,
 };
 
 /*
@@ -137,6 +148,8 @@ static const char * cf_op_label(const struct cf_op_case * c) {
         "im2col", "conv_2d_direct", "conv_2d_dw_direct", "pool_2d", "interpolate",
         "pool_1d", "conv_transpose_2d_p0", "col2im_1d", "win_part", "get_rel_pos", "add_rel_pos",
         "add_id", "mul_mat_id", "flash_attn_ext",
+        "ssm_conv", "dsv4_hc_pre", "dsv4_hc_post", "gated_linear_attn", "ssm_scan", "gated_delta_net",
+        "lightning_indexer", "dsv4_hc_comb", "rwkv_wkv6", "rwkv_wkv7",
     };
     return names[c->op];
 }
@@ -848,6 +861,70 @@ static void cf_cases_experts_flash(struct cf_case_list * l) {
 }
 
 /*
+ * Recurrent and hyper-connection ops (F32 only). ssm_conv: ne the window [d_conv - 1 + n_t, d_inner,
+ * n_s], ip[0] d_conv. dsv4_hc_pre: ne x [n_embd, hc, n_tok]. dsv4_hc_post: ne residual [n_embd, hc,
+ * n_tok]. gated_linear_attn: ne [S, H, n_tokens], ip[0] sequences, fp[0] scale; the result packs
+ * the outputs and the new state.
+ */
+static void cf_cases_recurrent(struct cf_case_list * l) {
+    struct cf_op_case * c;
+    const int64_t conv[][4] = { { 4, 1, 1, 1 }, { 4, 33, 5, 3 }, { 3, 1031, 2, 2 } }; /* d_conv, d_inner, n_t, n_s */
+    for (int i = 0; i < 3; i++) {
+        c = cf_add(l, CF_OP_SSM_CONV, GGML_TYPE_F32, GGML_TYPE_F32, conv[i][0] - 1 + conv[i][2], conv[i][1], conv[i][3], 1,
+                   CF_CONTIG, NULL);
+        c->ip[0] = (int) conv[i][0];
+    }
+    cf_add(l, CF_OP_DSV4_HC_PRE, GGML_TYPE_F32, GGML_TYPE_F32, 1, 1, 1, 1, CF_CONTIG, NULL);
+    cf_add(l, CF_OP_DSV4_HC_PRE, GGML_TYPE_F32, GGML_TYPE_F32, 4097, 4, 3, 1, CF_CONTIG, NULL);
+    cf_add(l, CF_OP_DSV4_HC_PRE, GGML_TYPE_F32, GGML_TYPE_F32, 33, 4, 5, 1, CF_PERMUTED, NULL);
+    cf_add(l, CF_OP_DSV4_HC_POST, GGML_TYPE_F32, GGML_TYPE_F32, 1, 1, 1, 1, CF_CONTIG, NULL);
+    cf_add(l, CF_OP_DSV4_HC_POST, GGML_TYPE_F32, GGML_TYPE_F32, 1023, 4, 3, 1, CF_CONTIG, NULL);
+    cf_add(l, CF_OP_DSV4_HC_POST, GGML_TYPE_F32, GGML_TYPE_F32, 31, 4, 2, 1, CF_PERMUTED, NULL);
+    const int64_t gla[][4] = { { 1, 1, 1, 1 }, { 5, 3, 6, 2 }, { 32, 4, 9, 3 } }; /* S, H, n_tokens, sequences */
+    for (int i = 0; i < 3; i++) {
+        c = cf_add(l, CF_OP_GATED_LINEAR_ATTN, GGML_TYPE_F32, GGML_TYPE_F32, gla[i][0], gla[i][1], gla[i][2], 1,
+                   CF_CONTIG, NULL);
+        c->ip[0] = (int) gla[i][3];
+        c->fp[0] = 0.25f;
+    }
+    /* ssm_scan: ne x [head_dim, n_head, n_tok, n_seqs]; ip d_state, n_group, Mamba-1; nb[0] state rows, nb[1] K */
+    const int scan[][8] = { { 1, 1, 1, 1, 1, 1, 0, 1 }, { 3, 4, 5, 2, 16, 2, 0, 3 }, { 5, 2, 4, 3, 7, 1, 1, 1 } };
+    for (int i = 0; i < 3; i++) {
+        c = cf_add(l, CF_OP_SSM_SCAN, GGML_TYPE_F32, GGML_TYPE_F32, scan[i][0], scan[i][1], scan[i][2], scan[i][3],
+                   CF_CONTIG, scan[i][6] ? "mamba1" : "mamba2");
+        c->ip[0] = scan[i][4], c->ip[1] = scan[i][5], c->ip[2] = scan[i][6];
+        c->nb[0] = scan[i][3] + 1, c->nb[1] = scan[i][7];
+    }
+    /* gated_delta_net: ne v [S, H, n_tokens, n_seqs]; ip[0] q/k heads, ip[1] KDA gate, ip[2] K */
+    const int gdn[][7] = { { 1, 1, 1, 1, 1, 0, 1 }, { 5, 4, 3, 2, 2, 0, 2 }, { 16, 2, 6, 2, 2, 1, 1 } };
+    for (int i = 0; i < 3; i++) {
+        c = cf_add(l, CF_OP_GATED_DELTA_NET, GGML_TYPE_F32, GGML_TYPE_F32, gdn[i][0], gdn[i][1], gdn[i][2], gdn[i][3],
+                   CF_CONTIG, gdn[i][5] ? "kda" : "scalar-gate");
+        c->ip[0] = gdn[i][4], c->ip[1] = gdn[i][5], c->ip[2] = gdn[i][6];
+    }
+    /* lightning_indexer: ne q [n_embd, n_head, n_batch, ne3], t1 the keys' type; ip n_kv, the mask's ne3 */
+    c = cf_add(l, CF_OP_LIGHTNING_INDEXER, GGML_TYPE_F32, GGML_TYPE_F32, 1, 1, 1, 1, CF_CONTIG, NULL);
+    c->ip[0] = 1, c->ip[1] = 1;
+    c = cf_add(l, CF_OP_LIGHTNING_INDEXER, GGML_TYPE_F32, GGML_TYPE_F32, 33, 4, 5, 2, CF_CONTIG, NULL);
+    c->ip[0] = 37, c->ip[1] = 1;
+    c = cf_add(l, CF_OP_LIGHTNING_INDEXER, GGML_TYPE_F32, GGML_TYPE_F16, 64, 3, 4, 2, CF_CONTIG, NULL);
+    c->ip[0] = 1031, c->ip[1] = 2;
+    /* dsv4_hc_comb: ne mixes [24, n_tok]; ip[0] iterations, fp[0] eps */
+    const int comb[][2] = { { 1, 1 }, { 5, 20 }, { 300, 3 } };
+    for (int i = 0; i < 3; i++) {
+        c = cf_add(l, CF_OP_DSV4_HC_COMB, GGML_TYPE_F32, GGML_TYPE_F32, 24, comb[i][0], 1, 1, CF_CONTIG, NULL);
+        c->ip[0] = comb[i][1], c->fp[0] = 1e-6f;
+    }
+    /* rwkv_wkv6, rwkv_wkv7: as gated_linear_attn (ne [S, H, n_tokens], ip[0] sequences) */
+    for (int i = 0; i < 3; i++) {
+        c = cf_add(l, CF_OP_RWKV_WKV6, GGML_TYPE_F32, GGML_TYPE_F32, gla[i][0], gla[i][1], gla[i][2], 1, CF_CONTIG, NULL);
+        c->ip[0] = (int) gla[i][3];
+        c = cf_add(l, CF_OP_RWKV_WKV7, GGML_TYPE_F32, GGML_TYPE_F32, gla[i][0], gla[i][1], gla[i][2], 1, CF_CONTIG, NULL);
+        c->ip[0] = (int) gla[i][3];
+    }
+}
+
+/*
  * Quantized operands: products with the weight types models use (odd row counts, a vector, a
  * batch over several tiles, broadcasts over dims 2 and 3, permuted activations), row lookups and
  * copies out of them, copies and row writes into the KV-cache types. A type a device cannot
@@ -910,6 +987,7 @@ static bool cf_make_op_cases(struct cf_case_list * l) {
     cf_cases_misc(l);
     cf_cases_conv(l);
     cf_cases_experts_flash(l);
+    cf_cases_recurrent(l);
     return !l->oom;
 }
 

@@ -1289,6 +1289,364 @@ static void cf_ref_flash_attn(struct cf_ref * r) {
 }
 
 /* fills r->want and r->tol; sets r->failed when the reference could not be computed */
+/* ---- ssm_conv, dsv4 hyper-connections, gated linear attention ------------------------------ */
+
+/* want[ch, t, s] = sum_k sx[t + k, ch, s] * c[k, ch] */
+static void cf_ref_ssm_conv(struct cf_ref * r) {
+    const struct cf_acc sx = cf_acc_of(r->b, r->b->in[0], false);
+    const struct cf_acc w  = cf_acc_of(r->b, r->b->in[1], false);
+    CF_FOR4(r->ne, ch, t, s, i3) {
+        struct cf_sum acc = { 0, 0, 0 };
+        for (int64_t k = 0; k < w.ne[0]; k++) {
+            cf_sum_add(&acc, cf_at(&sx, t + k, ch, s, i3) * cf_at(&w, k, ch, 0, 0));
+        }
+        cf_put(r, ch, t, s, i3, acc.s, cf_sum_tol(&acc, acc.s, GGML_TYPE_F32) + 2 * cf_eps(GGML_TYPE_F32) * sqrt(acc.p2));
+    }
+}
+
+/* want[i, t] = sum_h x[i, h, t] * w[h, t] */
+static void cf_ref_hc_pre(struct cf_ref * r) {
+    const struct cf_acc x = cf_acc_of(r->b, r->b->in[0], false);
+    const struct cf_acc w = cf_acc_of(r->b, r->b->in[1], false);
+    CF_FOR4(r->ne, i, t, i2, i3) {
+        struct cf_sum acc = { 0, 0, 0 };
+        for (int64_t h = 0; h < x.ne[1]; h++) {
+            cf_sum_add(&acc, cf_at(&x, i, h, t, 0) * cf_at(&w, h, t, 0, 0));
+        }
+        cf_put(r, i, t, i2, i3, acc.s, cf_sum_tol(&acc, acc.s, GGML_TYPE_F32) + 2 * cf_eps(GGML_TYPE_F32) * sqrt(acc.p2));
+    }
+}
+
+/* want[i, d, t] = x[i, t] * post[d, t] + sum_s residual[i, s, t] * comb[d, s, t] */
+static void cf_ref_hc_post(struct cf_ref * r) {
+    const struct cf_acc x    = cf_acc_of(r->b, r->b->in[0], false);
+    const struct cf_acc res  = cf_acc_of(r->b, r->b->in[1], false);
+    const struct cf_acc post = cf_acc_of(r->b, r->b->in[2], false);
+    const struct cf_acc comb = cf_acc_of(r->b, r->b->in[3], false);
+    CF_FOR4(r->ne, i, d, t, i3) {
+        struct cf_sum acc = { 0, 0, 0 };
+        cf_sum_add(&acc, cf_at(&x, i, t, 0, 0) * cf_at(&post, d, t, 0, 0));
+        for (int64_t s = 0; s < res.ne[1]; s++) {
+            cf_sum_add(&acc, cf_at(&res, i, s, t, 0) * cf_at(&comb, d, s, t, 0));
+        }
+        cf_put(r, i, d, t, i3, acc.s, cf_sum_tol(&acc, acc.s, GGML_TYPE_F32) + 2 * cf_eps(GGML_TYPE_F32) * sqrt(acc.p2));
+    }
+}
+
+/*
+ * Per sequence (equal consecutive shares of the tokens) and head, state s[i][j] (i over k, j over
+ * v): s = s * g[i] + k[i] v[j]; out[j] = sum_i q[i] scale s[i][j]. Result rows: the outputs
+ * [S*H, T], then the final states. The state's rounding compounds over the tokens: the tolerance
+ * grows with them and with the magnitudes summed.
+ */
+static void cf_ref_gla(struct cf_ref * r) {
+    const struct cf_acc k = cf_acc_of(r->b, r->b->in[0], false);
+    const struct cf_acc v = cf_acc_of(r->b, r->b->in[1], false);
+    const struct cf_acc q = cf_acc_of(r->b, r->b->in[2], false);
+    const struct cf_acc g = cf_acc_of(r->b, r->b->in[3], false);
+    const struct cf_acc s0 = cf_acc_of(r->b, r->b->in[4], false);
+    const int64_t S = k.ne[0], H = k.ne[1], T = k.ne[2], N = s0.ne[1], L = T / N;
+    const double scale = r->c->fp[0];
+    double * st = malloc((size_t) (S * S) * sizeof(double));
+    double * mag = malloc((size_t) (S * S) * sizeof(double)); /* sum of |terms| in each state element */
+    if (st == NULL || mag == NULL) {
+        free(st);
+        free(mag);
+        r->failed = true;
+        return;
+    }
+    const double eps = cf_eps(GGML_TYPE_F32);
+    for (int64_t n = 0; n < N; n++) {
+        for (int64_t h = 0; h < H; h++) {
+            for (int64_t e = 0; e < S * S; e++) {
+                st[e]  = cf_at(&s0, (h * S * S) + e, n, 0, 0);
+                mag[e] = fabs(st[e]);
+            }
+            for (int64_t t = n * L; t < (n + 1) * L; t++) {
+                for (int64_t i = 0; i < S; i++) {
+                    const double gi = cf_at(&g, i, h, t, 0), ki = cf_at(&k, i, h, t, 0);
+                    for (int64_t j = 0; j < S; j++) {
+                        const double kv = ki * cf_at(&v, j, h, t, 0);
+                        st[i * S + j]  = st[i * S + j] * gi + kv;
+                        mag[i * S + j] = mag[i * S + j] * gi + fabs(kv);
+                    }
+                }
+                for (int64_t j = 0; j < S; j++) {
+                    double o = 0, m = 0;
+                    for (int64_t i = 0; i < S; i++) {
+                        const double qi = cf_at(&q, i, h, t, 0) * scale;
+                        o += qi * st[i * S + j];
+                        m += fabs(qi) * mag[i * S + j];
+                    }
+                    cf_put(r, h * S + j, t, 0, 0, o, 8.0 * eps * (double) (L + S) * m);
+                }
+            }
+            for (int64_t e = 0; e < S * S; e++) {
+                const int64_t flat = h * S * S + e; /* within this sequence's S rows of S*H */
+                cf_put(r, flat % (S * H), T + n * S + flat / (S * H), 0, 0, st[e], 8.0 * eps * (double) L * mag[e]);
+            }
+        }
+    }
+    free(mag);
+    free(st);
+}
+
+/* a recurrence's result: float rounding compounds over steps (tokens plus the summed dim) */
+static double cf_recur_tol(int64_t steps, double magnitude) {
+    return 32.0 * cf_eps(GGML_TYPE_F32) * (double) steps * (1.0 + magnitude);
+}
+
+/* y [head_dim, n_head, n_tok, n_seqs] then K state slots, flattened (see ggml_ssm_scan) */
+static void cf_ref_ssm_scan(struct cf_ref * r) {
+    struct cf_acc in[7];
+    for (int i = 0; i < 7; i++) {
+        in[i] = cf_acc_of(r->b, r->b->in[i], false);
+    }
+    const int64_t nc = in[0].ne[0], nr = in[1].ne[0], nh = in[1].ne[1], nt = in[1].ne[2], ns = in[1].ne[3];
+    const int64_t ng = in[4].ne[1], K = r->c->nb[1];
+    const int64_t ny = nr * nh * nt * ns, nst = nc * nr * nh * ns;
+    const bool m1 = in[3].ne[0] != 1;
+    double * st = malloc((size_t) (nc * nr * nh) * sizeof(double));
+    if (st == NULL) {
+        r->failed = true;
+        return;
+    }
+    for (int64_t k = ny; k < ny + K * nst; k++) { /* slots past the tokens keep what was there */
+        cf_put(r, k, 0, 0, 0, NAN, 0);
+    }
+    for (int64_t q = 0; q < ns; q++) {
+        const int64_t row = (int64_t) cf_at(&in[6], q, 0, 0, 0);
+        for (int64_t e = 0; e < nc * nr * nh; e++) {
+            st[e] = cf_at(&in[0], e % nc, (e / nc) % nr, e / (nc * nr), row);
+        }
+        for (int64_t t = 0; t < nt; t++) {
+            for (int64_t h = 0; h < nh; h++) {
+                const int64_t g = h / (nh / ng);
+                const double dt = cf_at(&in[2], h, t, q, 0);
+                const double dtp = dt > 20.0 ? dt : log1p(exp(dt));
+                for (int64_t d = 0; d < nr; d++) {
+                    double y = 0, mag = 0;
+                    for (int64_t n = 0; n < nc; n++) {
+                        double * sv = &st[(h * nr + d) * nc + n];
+                        *sv = *sv * exp(dtp * cf_at(&in[3], m1 ? n : 0, h, 0, 0)) +
+                              cf_at(&in[4], n, g, t, q) * cf_at(&in[1], d, h, t, q) * dtp;
+                        y += *sv * cf_at(&in[5], n, g, t, q);
+                        mag += fabs(*sv * cf_at(&in[5], n, g, t, q));
+                    }
+                    cf_put(r, ((q * nt + t) * nh + h) * nr + d, 0, 0, 0, y, cf_recur_tol(nt + nc, mag));
+                }
+            }
+            const int64_t slot = nt - 1 - t;
+            if (slot < K) {
+                for (int64_t e = 0; e < nc * nr * nh; e++) {
+                    cf_put(r, ny + slot * nst + q * nc * nr * nh + e, 0, 0, 0, st[e], cf_recur_tol(nt, fabs(st[e])));
+                }
+            }
+        }
+    }
+    free(st);
+}
+
+/* outputs [S, H, T, N] then K state slots [S, S, H, N], as rows of S*H (see ggml_gated_delta_net) */
+static void cf_ref_gated_delta_net(struct cf_ref * r) {
+    struct cf_acc in[6];
+    for (int i = 0; i < 6; i++) {
+        in[i] = cf_acc_of(r->b, r->b->in[i], false);
+    }
+    const int64_t S = in[2].ne[0], H = in[2].ne[1], T = in[2].ne[2], N = in[2].ne[3], K = r->c->ip[2];
+    const int64_t Hk = in[0].ne[1], Nk = in[0].ne[3], row = S * H, ny = S * H * T * N, nst = S * S * H * N;
+    const bool kda = in[3].ne[0] == S;
+    double * s = malloc((size_t) (S * S + S) * sizeof(double));
+    if (s == NULL) {
+        r->failed = true;
+        return;
+    }
+    double * d = s + S * S;
+    for (int64_t k = ny; k < ny + K * nst; k++) {
+        cf_put(r, k % row, k / row, 0, 0, NAN, 0);
+    }
+    for (int64_t n = 0; n < N; n++) {
+        for (int64_t h = 0; h < H; h++) {
+            const int64_t hk = h % Hk, nk = n / (N / Nk);
+            for (int64_t j = 0; j < S; j++) {
+                for (int64_t i = 0; i < S; i++) {
+                    s[j * S + i] = cf_at(&in[5], i, j, h, n);
+                }
+            }
+            for (int64_t t = 0; t < T; t++) {
+                const double beta = cf_at(&in[4], 0, h, t, n);
+                for (int64_t j = 0; j < S; j++) {
+                    double sk = 0;
+                    for (int64_t i = 0; i < S; i++) {
+                        s[j * S + i] *= exp(cf_at(&in[3], kda ? i : 0, h, t, n));
+                        sk += s[j * S + i] * cf_at(&in[1], i, hk, t, nk);
+                    }
+                    d[j] = (cf_at(&in[2], j, h, t, n) - sk) * beta;
+                }
+                for (int64_t j = 0; j < S; j++) {
+                    double o = 0, mag = 0;
+                    for (int64_t i = 0; i < S; i++) {
+                        s[j * S + i] += cf_at(&in[1], i, hk, t, nk) * d[j];
+                        o += s[j * S + i] * cf_at(&in[0], i, hk, t, nk);
+                        mag += fabs(s[j * S + i] * cf_at(&in[0], i, hk, t, nk));
+                    }
+                    const int64_t k = ((n * T + t) * H + h) * S + j;
+                    cf_put(r, k % row, k / row, 0, 0, o / sqrt((double) S), cf_recur_tol(T + S, mag));
+                }
+                const int64_t slot = T - 1 - t;
+                if (slot < K) {
+                    for (int64_t e = 0; e < S * S; e++) {
+                        const int64_t k = ny + slot * nst + (n * H + h) * S * S + e;
+                        cf_put(r, k % row, k / row, 0, 0, s[e], cf_recur_tol(T + S, fabs(s[e])));
+                    }
+                }
+            }
+        }
+    }
+    free(s);
+}
+
+/* want[j, t, 0, s] = sum_h relu(q[:, h, t, s] . k[:, 0, j, s]) * w[h, t, 0, s] + mask[j, t, 0, s % ne33] */
+static void cf_ref_lightning_indexer(struct cf_ref * r) {
+    const struct cf_acc q = cf_acc_of(r->b, r->b->in[0], false);
+    const struct cf_acc k = cf_acc_of(r->b, r->b->in[1], false);
+    const struct cf_acc w = cf_acc_of(r->b, r->b->in[2], false);
+    const struct cf_acc m = cf_acc_of(r->b, r->b->in[3], false);
+    CF_FOR4(r->ne, j, t, i2, s) {
+        double score = 0, mag = 0;
+        for (int64_t h = 0; h < q.ne[1]; h++) {
+            double dot = 0, dm = 0;
+            for (int64_t i = 0; i < q.ne[0]; i++) {
+                dot += cf_at(&q, i, h, t, s) * cf_at(&k, i, 0, j, s);
+                dm += fabs(cf_at(&q, i, h, t, s) * cf_at(&k, i, 0, j, s));
+            }
+            score += (dot > 0 ? dot : 0) * cf_at(&w, h, t, 0, s);
+            mag += dm * cf_at(&w, h, t, 0, s);
+        }
+        cf_put(r, j, t, i2, s, score + cf_at(&m, j, t, 0, s % m.ne[3]), cf_recur_tol(q.ne[0] + q.ne[1], mag));
+    }
+}
+
+/* per token: softmax over destinations of mixes*scale[2] + base (from 8 on), + eps, then Sinkhorn */
+static void cf_ref_hc_comb(struct cf_ref * r) {
+    const struct cf_acc mx = cf_acc_of(r->b, r->b->in[0], false);
+    const struct cf_acc sc = cf_acc_of(r->b, r->b->in[1], false);
+    const struct cf_acc bs = cf_acc_of(r->b, r->b->in[2], false);
+    const double eps = r->c->fp[0];
+    for (int64_t t = 0; t < mx.ne[1]; t++) {
+        double m[16];
+        for (int s = 0; s < 4; s++) {
+            double l[4], top = -INFINITY, sum = 0;
+            for (int d = 0; d < 4; d++) {
+                l[d] = cf_at(&mx, 8 + d + 4 * s, t, 0, 0) * cf_at(&sc, 2, 0, 0, 0) + cf_at(&bs, 8 + d + 4 * s, 0, 0, 0);
+                top = fmax(top, l[d]);
+            }
+            for (int d = 0; d < 4; d++) {
+                sum += exp(l[d] - top);
+            }
+            for (int d = 0; d < 4; d++) {
+                m[d + 4 * s] = exp(l[d] - top) / sum + eps;
+            }
+        }
+        for (int it = 0; it < r->c->ip[0]; it++) {
+            for (int pass = it == 0 ? 1 : 0; pass < 2; pass++) { /* pass 0: over destinations, 1: over sources */
+                for (int a = 0; a < 4; a++) {
+                    double sum = eps;
+                    for (int b = 0; b < 4; b++) {
+                        sum += pass ? m[a + 4 * b] : m[b + 4 * a];
+                    }
+                    for (int b = 0; b < 4; b++) {
+                        if (pass) {
+                            m[a + 4 * b] /= sum;
+                        } else {
+                            m[b + 4 * a] /= sum;
+                        }
+                    }
+                }
+            }
+        }
+        for (int s = 0; s < 4; s++) {
+            for (int d = 0; d < 4; d++) {
+                cf_put(r, d, s, t, 0, m[d + 4 * s], cf_recur_tol(8 + 8 * r->c->ip[0], 1.0));
+            }
+        }
+    }
+}
+
+/*
+ * rwkv_wkv6 (k, v, r, u, w): out[j] = sum_i r[i] (u[i] k[i] v[j] + s[i][j]); s[i][j] = s[i][j] w[i] + k[i] v[j].
+ * rwkv_wkv7 (r, w, k, v, a, b), s[i][j] with i over v: sa = sum_j a[j] s[i][j];
+ *   s[i][j] = s[i][j] w[j] + v[i] k[j] + sa b[j]; out[i] = sum_j s[i][j] r[j].
+ * Packed as gated_linear_attn's; mag tracks each state element's sum of magnitudes for the tolerance.
+ */
+static void cf_ref_rwkv(struct cf_ref * r) {
+    const bool v7 = r->c->op == CF_OP_RWKV_WKV7;
+    const int n_in = v7 ? 6 : 5;
+    struct cf_acc in[7];
+    for (int i = 0; i <= n_in; i++) {
+        in[i] = cf_acc_of(r->b, r->b->in[i], false);
+    }
+    const struct cf_acc * s0 = &in[n_in];
+    const int64_t S = in[0].ne[0], H = in[0].ne[1], T = in[0].ne[2], N = s0->ne[1], L = T / N;
+    double * st = malloc((size_t) (2 * S * S + S) * sizeof(double));
+    if (st == NULL) {
+        r->failed = true;
+        return;
+    }
+    double * mag = st + S * S, * o = mag + S * S;
+#define RW(k, t, h, i) cf_at(&in[k], i, h, t, 0)
+    for (int64_t n = 0; n < N; n++) {
+        for (int64_t h = 0; h < H; h++) {
+            for (int64_t e = 0; e < S * S; e++) {
+                st[e]  = cf_at(s0, h * S * S + e, n, 0, 0);
+                mag[e] = fabs(st[e]);
+            }
+            for (int64_t t = n * L; t < (n + 1) * L; t++) {
+                for (int64_t x = 0; x < S; x++) {
+                    double om = 0;
+                    o[x] = 0;
+                    if (v7) { /* row x of the state */
+                        double sa = 0, sam = 0;
+                        for (int64_t j = 0; j < S; j++) {
+                            sa += RW(4, t, h, j) * st[x * S + j];
+                            sam += fabs(RW(4, t, h, j)) * mag[x * S + j];
+                        }
+                        for (int64_t j = 0; j < S; j++) {
+                            const double vk = RW(3, t, h, x) * RW(2, t, h, j);
+                            st[x * S + j]  = st[x * S + j] * RW(1, t, h, j) + vk + sa * RW(5, t, h, j);
+                            mag[x * S + j] = mag[x * S + j] * RW(1, t, h, j) + fabs(vk) + sam * fabs(RW(5, t, h, j));
+                            o[x] += st[x * S + j] * RW(0, t, h, j);
+                            om += mag[x * S + j] * fabs(RW(0, t, h, j));
+                        }
+                    } else { /* column x of the outputs */
+                        for (int64_t i = 0; i < S; i++) {
+                            const double kv = RW(0, t, h, i) * RW(1, t, h, x), u = cf_at(&in[3], i, h, 0, 0);
+                            o[x] += RW(2, t, h, i) * (u * kv + st[i * S + x]);
+                            om += fabs(RW(2, t, h, i)) * (fabs(u * kv) + mag[i * S + x]);
+                        }
+                    }
+                    cf_put(r, h * S + x, t, 0, 0, o[x], cf_recur_tol(L + S, om));
+                }
+                if (!v7) {
+                    for (int64_t i = 0; i < S; i++) {
+                        for (int64_t j = 0; j < S; j++) {
+                            const double kv = RW(0, t, h, i) * RW(1, t, h, j);
+                            st[i * S + j]  = st[i * S + j] * RW(4, t, h, i) + kv;
+                            mag[i * S + j] = mag[i * S + j] * RW(4, t, h, i) + fabs(kv);
+                        }
+                    }
+                }
+            }
+            for (int64_t e = 0; e < S * S; e++) {
+                const int64_t flat = h * S * S + e;
+                cf_put(r, flat % (S * H), T + n * S + flat / (S * H), 0, 0, st[e], cf_recur_tol(L + S, mag[e]));
+            }
+        }
+    }
+#undef RW
+    free(st);
+}
+
 static void cf_reference(struct cf_ref * r) {
     switch (r->c->op) {
     case CF_OP_DUP:
@@ -1350,6 +1708,16 @@ static void cf_reference(struct cf_ref * r) {
     case CF_OP_ADD_ID: cf_ref_add_id(r); break;
     case CF_OP_MUL_MAT_ID: cf_ref_mul_mat_id(r); break;
     case CF_OP_FLASH_ATTN_EXT: cf_ref_flash_attn(r); break;
+    case CF_OP_SSM_CONV: cf_ref_ssm_conv(r); break;
+    case CF_OP_DSV4_HC_PRE: cf_ref_hc_pre(r); break;
+    case CF_OP_DSV4_HC_POST: cf_ref_hc_post(r); break;
+    case CF_OP_GATED_LINEAR_ATTN: cf_ref_gla(r); break;
+    case CF_OP_SSM_SCAN: cf_ref_ssm_scan(r); break;
+    case CF_OP_GATED_DELTA_NET: cf_ref_gated_delta_net(r); break;
+    case CF_OP_LIGHTNING_INDEXER: cf_ref_lightning_indexer(r); break;
+    case CF_OP_DSV4_HC_COMB: cf_ref_hc_comb(r); break;
+    case CF_OP_RWKV_WKV6:
+    case CF_OP_RWKV_WKV7: cf_ref_rwkv(r); break;
     default: r->failed = true; break;
     }
 }
