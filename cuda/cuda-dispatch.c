@@ -96,6 +96,9 @@ static bool pad_supported(const struct ggml_tensor * node) {
         return false;
     }
     if (node->op == GGML_OP_PAD) {
+        if (op_param_i32(node, 8) != 0) {
+            return false; /* circular padding: computed on the CPU */
+        }
         for (int d = 0; d < 4; d++) {
             if (op_param_i32(node, 2 * d) < 0 || op_param_i32(node, 2 * d + 1) < 0) {
                 return false;
