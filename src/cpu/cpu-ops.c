@@ -128,39 +128,6 @@ static ggmlx_cpu_kernel_t quant_kernel(const struct ggml_tensor * node, const ch
     }
 }
 
-/* SET, ACC, FILL, TRI, DIAG, ROLL, SOLVE_TRI and the custom ops: the kernel, or NULL */
-static ggmlx_cpu_kernel_t writes_kernel(const struct ggml_tensor * node) {
-    const struct ggml_tensor * s0 = node->src[0];
-    const struct ggml_tensor * s1 = node->src[1];
-    switch (node->op) {
-    case GGML_OP_SET:
-        return node->type == s0->type && ggml_is_contiguous(node) &&
-               (s1->type == node->type || (is_float_type(s1->type) && is_float_type(node->type))) &&
-               ggml_blck_size(node->type) == 1 ? ggmlx_cpu_set : NULL;
-    case GGML_OP_ACC:
-        return node->type == GGML_TYPE_F32 && s0->type == GGML_TYPE_F32 && s1->type == GGML_TYPE_F32 &&
-               ggml_is_contiguous(node) ? ggmlx_cpu_acc : NULL;
-    case GGML_OP_FILL:
-        return is_float_type(node->type) ? ggmlx_cpu_fill : NULL;
-    case GGML_OP_TRI:
-        return is_float_type(node->type) && s0->type == node->type ? ggmlx_cpu_tri : NULL;
-    case GGML_OP_DIAG:
-        return is_float_type(node->type) && s0->type == node->type ? ggmlx_cpu_diag : NULL;
-    case GGML_OP_ROLL:
-        return s0->type == node->type && ggml_blck_size(node->type) == 1 ? ggmlx_cpu_roll : NULL;
-    case GGML_OP_SOLVE_TRI:
-        return s0->type == GGML_TYPE_F32 && s1->type == GGML_TYPE_F32 && node->type == GGML_TYPE_F32 &&
-               ggml_is_contiguous(s0) && ggml_is_contiguous(s1) && ggml_is_contiguous(node) ? ggmlx_cpu_solve_tri : NULL;
-    case GGML_OP_MAP_CUSTOM1:
-    case GGML_OP_MAP_CUSTOM2:
-    case GGML_OP_MAP_CUSTOM3:
-    case GGML_OP_CUSTOM:
-        return ggmlx_cpu_custom;
-    default:
-        return NULL;
-    }
-}
-
 const char * ggmlx_cpu_refusal(const struct ggml_tensor * node) {
     const char * why;
     quant_kernel(node, &why);
@@ -240,10 +207,8 @@ ggmlx_cpu_kernel_t ggmlx_cpu_kernel_for(const struct ggml_tensor * node) {
     case GGML_OP_TOP_K:
         return s0->type == GGML_TYPE_F32 && node->type == GGML_TYPE_I32 ? ggmlx_cpu_top_k : NULL;
     case GGML_OP_PAD:
-        if (s0->type != node->type || ggml_blck_size(s0->type) != 1) {
-            return NULL;
-        }
-        return ggmlx_get_op_params_i32(node, 8) != 0 ? ggmlx_cpu_pad_circular : ggmlx_cpu_pad;
+        return s0->type != node->type || ggml_blck_size(s0->type) != 1 ? NULL
+             : ggmlx_get_op_params_i32(node, 8) != 0 ? ggmlx_cpu_pad_circular : ggmlx_cpu_pad;
     case GGML_OP_PAD_REFLECT_1D:
         return s0->type == GGML_TYPE_F32 && node->type == GGML_TYPE_F32 ? ggmlx_cpu_pad_reflect_1d : NULL;
     case GGML_OP_MUL_MAT:
@@ -259,12 +224,33 @@ ggmlx_cpu_kernel_t ggmlx_cpu_kernel_for(const struct ggml_tensor * node) {
     case GGML_OP_SOFT_MAX:
         return s0->type == GGML_TYPE_F32 ? ggmlx_cpu_soft_max : NULL;
     case GGML_OP_ROPE:
-        if (s0->type != GGML_TYPE_F32 && s0->type != GGML_TYPE_F16) {
-            return NULL;
-        }
-        return (ggmlx_get_op_params_i32(node, 2) & GGML_ROPE_TYPE_MROPE) ? ggmlx_cpu_rope_multi : ggmlx_cpu_rope;
+        return s0->type != GGML_TYPE_F32 && s0->type != GGML_TYPE_F16 ? NULL
+             : (ggmlx_get_op_params_i32(node, 2) & GGML_ROPE_TYPE_MROPE) ? ggmlx_cpu_rope_multi : ggmlx_cpu_rope;
+    case GGML_OP_SET:
+        return node->type == s0->type && ggml_is_contiguous(node) && ggml_blck_size(node->type) == 1 &&
+               (s1->type == node->type || (is_float_type(s1->type) && is_float_type(node->type)))
+               ? ggmlx_cpu_set : NULL;
+    case GGML_OP_ACC:
+        return node->type == GGML_TYPE_F32 && s0->type == GGML_TYPE_F32 && s1->type == GGML_TYPE_F32 &&
+               ggml_is_contiguous(node) ? ggmlx_cpu_acc : NULL;
+    case GGML_OP_FILL:
+        return is_float_type(node->type) ? ggmlx_cpu_fill : NULL;
+    case GGML_OP_TRI:
+        return is_float_type(node->type) && s0->type == node->type ? ggmlx_cpu_tri : NULL;
+    case GGML_OP_DIAG:
+        return is_float_type(node->type) && s0->type == node->type ? ggmlx_cpu_diag : NULL;
+    case GGML_OP_ROLL:
+        return s0->type == node->type && ggml_blck_size(node->type) == 1 ? ggmlx_cpu_roll : NULL;
+    case GGML_OP_SOLVE_TRI:
+        return s0->type == GGML_TYPE_F32 && s1->type == GGML_TYPE_F32 && node->type == GGML_TYPE_F32 &&
+               ggml_is_contiguous(s0) && ggml_is_contiguous(s1) && ggml_is_contiguous(node) ? ggmlx_cpu_solve_tri : NULL;
+    case GGML_OP_MAP_CUSTOM1:
+    case GGML_OP_MAP_CUSTOM2:
+    case GGML_OP_MAP_CUSTOM3:
+    case GGML_OP_CUSTOM:
+        return ggmlx_cpu_custom; /* the callback decides what it accepts */
     default:
-        return writes_kernel(node);
+        return NULL;
     }
 }
 
