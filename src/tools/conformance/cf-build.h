@@ -373,6 +373,38 @@ static struct ggml_tensor * cf_build_op(struct cf_build * b, const struct cf_op_
     case CF_OP_PAD_REFLECT_1D:
         a = cf_default_input(b, c, c->t0, c->ne, false);
         return a == NULL ? NULL : ggml_pad_reflect_1d(ctx, a, c->ip[0], c->ip[1]);
+
+    case CF_OP_SET: /* nb: b's shape, ip: where b lands in a (a stays contiguous: strides address it) */
+    case CF_OP_ACC:
+        a = cf_input(b, c->t0, c->ne, false, CF_FILL_UNIFORM, -2.0, 2.0);
+        x = cf_input(b, c->t1, c->nb, permuted, CF_FILL_UNIFORM, -2.0, 2.0);
+        if (a == NULL || x == NULL) {
+            return NULL;
+        }
+        {
+            const size_t off = (size_t) c->ip[0] * a->nb[0] + (size_t) c->ip[1] * a->nb[1] +
+                               (size_t) c->ip[2] * a->nb[2] + (size_t) c->ip[3] * a->nb[3];
+            return c->op == CF_OP_SET ? ggml_set(ctx, a, x, a->nb[1], a->nb[2], a->nb[3], off)
+                                      : ggml_acc(ctx, a, x, a->nb[1], a->nb[2], a->nb[3], off);
+        }
+    case CF_OP_FILL:
+        a = cf_default_input(b, c, c->t0, c->ne, permuted);
+        return a == NULL ? NULL : ggml_fill(ctx, a, c->fp[0]);
+    case CF_OP_TRI:
+        a = cf_input(b, c->t0, c->ne, permuted, CF_FILL_UNIFORM, 0.5, 2.0);
+        return a == NULL ? NULL : ggml_tri(ctx, a, (enum ggml_tri_type) c->ip[0]);
+    case CF_OP_DIAG:
+        a = cf_input(b, c->t0, c->ne, false, CF_FILL_UNIFORM, 0.5, 2.0);
+        return a == NULL ? NULL : ggml_diag(ctx, a);
+    case CF_OP_ROLL: /* rows must be packed (as upstream): contiguous inputs only */
+        a = c->t0 == GGML_TYPE_I32 ? cf_input(b, c->t0, c->ne, false, CF_FILL_INT, -100, 100)
+                                   : cf_input(b, c->t0, c->ne, false, CF_FILL_UNIFORM, -2.0, 2.0);
+        return a == NULL ? NULL : ggml_roll(ctx, a, c->ip[0], c->ip[1], c->ip[2], c->ip[3]);
+    case CF_OP_PAD_CIRCULAR: /* ip: the left pads, nb: the right pads */
+        a = cf_input(b, c->t0, c->ne, permuted, CF_FILL_UNIFORM, -2.0, 2.0);
+        return a == NULL ? NULL
+                         : ggml_pad_ext_circular(ctx, a, c->ip[0], (int) c->nb[0], c->ip[1], (int) c->nb[1], c->ip[2],
+                                                 (int) c->nb[2], c->ip[3], (int) c->nb[3]);
     }
     return NULL;
 }

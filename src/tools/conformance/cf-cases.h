@@ -55,6 +55,14 @@ enum cf_op {
     CF_OP_ARGSORT,
     CF_OP_TOP_K,
     CF_OP_PAD_REFLECT_1D,
+    /* writing into tensors (issue 19) */
+    CF_OP_SET,
+    CF_OP_ACC,
+    CF_OP_FILL,
+    CF_OP_TRI,
+    CF_OP_DIAG,
+    CF_OP_ROLL,
+    CF_OP_PAD_CIRCULAR,
 };
 
 /*
@@ -119,6 +127,7 @@ static const char * cf_op_label(const struct cf_op_case * c) {
         "l2_norm", "group_norm", "out_prod", "diag_mask_zero", "pad", "arange", "timestep_embedding", "count_equal",
         "cumsum", "argsort", "top_k",
         "pad_reflect_1d",
+        "set", "acc", "fill", "tri", "diag", "roll", "pad_circular",
     };
     return names[c->op];
 }
@@ -750,6 +759,50 @@ static void cf_cases_quant(struct cf_case_list * l) {
     }
 }
 
+/*
+ * Writing into tensors: set and acc (nb: b's shape; ip: where b's first element lands in a, as
+ * element coordinates), fill (fp[0]), tri (ip[0] the triangle), diag, roll (ip: the shifts) and
+ * circular pad (ip: left pads, nb: right pads).
+ */
+static void cf_cases_write(struct cf_case_list * l) {
+    struct cf_op_case * c;
+    for (int s = 0; s < CF_N_SIZES; s++) {
+        const int64_t n = cf_sizes[s];
+        for (int acc = 0; acc < 2; acc++) {
+            c = cf_add(l, acc ? CF_OP_ACC : CF_OP_SET, GGML_TYPE_F32, GGML_TYPE_F32, n + 2, 4, 3, 1, CF_CONTIG, NULL);
+            c->nb[0] = n, c->nb[1] = 2, c->nb[2] = 2, c->nb[3] = 1;
+            c->ip[0] = 1, c->ip[1] = 1, c->ip[2] = 1;
+        }
+        cf_add(l, CF_OP_FILL, GGML_TYPE_F32, GGML_TYPE_F32, n, 3, 2, 1, CF_CONTIG, NULL)->fp[0] = -1.5f;
+        c = cf_add(l, CF_OP_ROLL, GGML_TYPE_F32, GGML_TYPE_F32, n, 3, 2, 1, CF_CONTIG, NULL);
+        c->ip[0] = (int) (n / 2), c->ip[1] = -1, c->ip[2] = 1;
+        c = cf_add(l, CF_OP_PAD_CIRCULAR, GGML_TYPE_F32, GGML_TYPE_F32, n, 3, 2, 1, CF_CONTIG, NULL);
+        c->ip[0] = 1, c->ip[1] = 2, c->nb[0] = 3, c->nb[2] = 1;
+        cf_add(l, CF_OP_DIAG, GGML_TYPE_F32, GGML_TYPE_F32, n < 100 ? n : 100, 1, 2, 1, CF_CONTIG, NULL);
+    }
+    for (int t = 0; t < 3; t++) {
+        /* b permuted into an F16/BF16/F32 a: a conversion on the way */
+        c = cf_add(l, CF_OP_SET, cf_float_types[t], GGML_TYPE_F32, 33, 31, 2, 3, CF_PERMUTED, NULL);
+        c->nb[0] = 7, c->nb[1] = 5, c->nb[2] = 2, c->nb[3] = 3;
+        c->ip[0] = 20, c->ip[1] = 3;
+        cf_add(l, CF_OP_FILL, cf_float_types[t], cf_float_types[t], 33, 5, 2, 1, CF_CONTIG, NULL)->fp[0] = 3.25f;
+        for (int k = 0; k < 4; k++) {
+            c = cf_add(l, CF_OP_TRI, cf_float_types[t], cf_float_types[t], 33, 33, 2, 1, t == 0 ? CF_PERMUTED : CF_CONTIG,
+                       NULL);
+            c->ip[0] = k;
+        }
+    }
+    c = cf_add(l, CF_OP_ACC, GGML_TYPE_F32, GGML_TYPE_F32, 40, 6, 2, 1, CF_PERMUTED, NULL);
+    c->nb[0] = 31, c->nb[1] = 5, c->nb[2] = 2, c->nb[3] = 1;
+    c->ip[0] = 9;
+    c = cf_add(l, CF_OP_ROLL, GGML_TYPE_F32, GGML_TYPE_F32, 33, 31, 2, 3, CF_CONTIG, NULL);
+    c->ip[0] = -5, c->ip[1] = 30, c->ip[2] = 1, c->ip[3] = -2;
+    c = cf_add(l, CF_OP_ROLL, GGML_TYPE_I32, GGML_TYPE_I32, 33, 4, 1, 1, CF_CONTIG, NULL);
+    c->ip[0] = 7;
+    c = cf_add(l, CF_OP_PAD_CIRCULAR, GGML_TYPE_F16, GGML_TYPE_F16, 33, 31, 2, 3, CF_PERMUTED, NULL);
+    c->ip[0] = 2, c->ip[1] = 31, c->ip[3] = 1, c->nb[0] = 40, c->nb[1] = 1, c->nb[2] = 2;
+}
+
 /* every op case, in a fixed order; false when memory ran out */
 static bool cf_make_op_cases(struct cf_case_list * l) {
     memset(l, 0, sizeof *l);
@@ -764,6 +817,7 @@ static bool cf_make_op_cases(struct cf_case_list * l) {
     cf_cases_quant(l);
     cf_cases_attention(l);
     cf_cases_misc(l);
+    cf_cases_write(l);
     return !l->oom;
 }
 

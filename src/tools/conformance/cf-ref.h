@@ -937,6 +937,70 @@ static void cf_ref_pad_reflect(struct cf_ref * r) {
     }
 }
 
+/* ---- writing into tensors ------------------------------------------------------------------- */
+
+/* a, with b written (set) or added (acc) from element (ip[0..3]) on, along a's own strides */
+static void cf_ref_set_acc(struct cf_ref * r, bool acc) {
+    const struct cf_acc a = cf_acc_of(r->b, r->b->in[0], false);
+    const struct cf_acc x = cf_acc_of(r->b, r->b->in[1], false);
+    const int * o = r->c->ip;
+    CF_FOR4(r->ne, i0, i1, i2, i3) {
+        const int64_t j0 = i0 - o[0], j1 = i1 - o[1], j2 = i2 - o[2], j3 = i3 - o[3];
+        const bool in = j0 >= 0 && j0 < x.ne[0] && j1 >= 0 && j1 < x.ne[1] && j2 >= 0 && j2 < x.ne[2] && j3 >= 0 &&
+                        j3 < x.ne[3];
+        const double va = cf_at(&a, i0, i1, i2, i3);
+        if (!in) {
+            cf_put(r, i0, i1, i2, i3, va, 0.0);
+        } else if (acc) {
+            const double vb = cf_at(&x, j0, j1, j2, j3);
+            cf_put(r, i0, i1, i2, i3, va + vb, cf_eps(GGML_TYPE_F32) * (fabs(va) + fabs(vb)));
+        } else {
+            /* b converted to a's type: one rounding */
+            const double vb = cf_at(&x, j0, j1, j2, j3);
+            cf_put(r, i0, i1, i2, i3, vb, cf_eps(a.type) * fabs(vb));
+        }
+    }
+}
+
+static void cf_ref_fill(struct cf_ref * r) {
+    CF_FOR4(r->ne, i0, i1, i2, i3) {
+        cf_put(r, i0, i1, i2, i3, r->c->fp[0], 0.0);
+    }
+}
+
+/* ip[0] the ggml_tri_type: which of column i0, row i1 survive */
+static void cf_ref_tri(struct cf_ref * r) {
+    const struct cf_acc a = cf_acc_of(r->b, r->b->in[0], false);
+    const int k = r->c->ip[0];
+    CF_FOR4(r->ne, i0, i1, i2, i3) {
+        const bool keep = k == GGML_TRI_TYPE_LOWER ? i0 < i1 : k == GGML_TRI_TYPE_LOWER_DIAG ? i0 <= i1
+                        : k == GGML_TRI_TYPE_UPPER ? i0 > i1 : i0 >= i1;
+        cf_put(r, i0, i1, i2, i3, keep ? cf_at(&a, i0, i1, i2, i3) : 0.0, 0.0);
+    }
+}
+
+static void cf_ref_diag(struct cf_ref * r) {
+    const struct cf_acc a = cf_acc_of(r->b, r->b->in[0], false);
+    CF_FOR4(r->ne, i0, i1, i2, i3) {
+        cf_put(r, i0, i1, i2, i3, i0 == i1 ? cf_at(&a, i0, 0, i2, i3) : 0.0, 0.0);
+    }
+}
+
+static int64_t cf_wrap(int64_t i, int64_t n) {
+    return ((i % n) + n) % n;
+}
+
+/* roll: ip the shifts; circular pad: ip the left pads (the source index wraps either way) */
+static void cf_ref_wrap(struct cf_ref * r) {
+    const struct cf_acc a = cf_acc_of(r->b, r->b->in[0], false);
+    const int * s = r->c->ip;
+    CF_FOR4(r->ne, i0, i1, i2, i3) {
+        cf_put(r, i0, i1, i2, i3,
+               cf_at(&a, cf_wrap(i0 - s[0], a.ne[0]), cf_wrap(i1 - s[1], a.ne[1]), cf_wrap(i2 - s[2], a.ne[2]),
+                     cf_wrap(i3 - s[3], a.ne[3])), 0.0);
+    }
+}
+
 /* fills r->want and r->tol; sets r->failed when the reference could not be computed */
 static void cf_reference(struct cf_ref * r) {
     switch (r->c->op) {
@@ -985,6 +1049,13 @@ static void cf_reference(struct cf_ref * r) {
     case CF_OP_ARGSORT:
     case CF_OP_TOP_K: cf_ref_sort(r); break;
     case CF_OP_PAD_REFLECT_1D: cf_ref_pad_reflect(r); break;
+    case CF_OP_SET: cf_ref_set_acc(r, false); break;
+    case CF_OP_ACC: cf_ref_set_acc(r, true); break;
+    case CF_OP_FILL: cf_ref_fill(r); break;
+    case CF_OP_TRI: cf_ref_tri(r); break;
+    case CF_OP_DIAG: cf_ref_diag(r); break;
+    case CF_OP_ROLL:
+    case CF_OP_PAD_CIRCULAR: cf_ref_wrap(r); break;
     default: r->failed = true; break;
     }
 }
