@@ -154,6 +154,32 @@ static struct ggml_tensor * cf_build_rope(struct cf_build * b, const struct cf_o
                          1.0f);
 }
 
+/* four positions per token; sections from nb; base 10000, n_ctx_orig 256, betas 32 / 1 */
+static struct ggml_tensor * cf_build_rope_multi(struct cf_build * b, const struct cf_op_case * c) {
+    struct ggml_tensor * a = cf_default_input(b, c, c->t0, c->ne, false);
+    int64_t pne[4];
+    cf_ne(pne, 4 * c->ne[2], 1, 1, 1);
+    struct ggml_tensor * pos = cf_input(b, GGML_TYPE_I32, pne, false, CF_FILL_INT, 0, 100);
+    struct ggml_tensor * ff  = NULL;
+    if (c->ip[2]) {
+        int64_t fne[4];
+        cf_ne(fne, c->ne[0] / 2, 1, 1, 1);
+        ff = cf_input(b, GGML_TYPE_F32, fne, false, CF_FILL_UNIFORM, 1.0, 4.0);
+        if (ff == NULL) {
+            return NULL;
+        }
+    }
+    if (a == NULL || pos == NULL) {
+        return NULL;
+    }
+    int sec[4] = { (int) c->nb[0], (int) c->nb[1], (int) c->nb[2], (int) c->nb[3] };
+    return c->layout == CF_INPLACE
+           ? ggml_rope_multi_inplace(b->ctx, a, pos, ff, c->ip[1], sec, c->ip[0], 256, 10000.0f, c->fp[1], c->fp[3],
+                                     c->fp[2], 32.0f, 1.0f)
+           : ggml_rope_multi(b->ctx, a, pos, ff, c->ip[1], sec, c->ip[0], 256, 10000.0f, c->fp[1], c->fp[3], c->fp[2],
+                             32.0f, 1.0f);
+}
+
 /* the node the case checks, or NULL when a constructor refused (ggmlx_last_error says why) */
 static struct ggml_tensor * cf_build_op(struct cf_build * b, const struct cf_op_case * c) {
     struct ggml_context * ctx      = b->ctx;
@@ -400,6 +426,8 @@ static struct ggml_tensor * cf_build_op(struct cf_build * b, const struct cf_op_
         a = c->t0 == GGML_TYPE_I32 ? cf_input(b, c->t0, c->ne, false, CF_FILL_INT, -100, 100)
                                    : cf_input(b, c->t0, c->ne, false, CF_FILL_UNIFORM, -2.0, 2.0);
         return a == NULL ? NULL : ggml_roll(ctx, a, c->ip[0], c->ip[1], c->ip[2], c->ip[3]);
+    case CF_OP_ROPE_MULTI:
+        return cf_build_rope_multi(b, c);
     case CF_OP_PAD_CIRCULAR: /* ip: the left pads, nb: the right pads */
         a = cf_input(b, c->t0, c->ne, permuted, CF_FILL_UNIFORM, -2.0, 2.0);
         return a == NULL ? NULL

@@ -63,6 +63,7 @@ enum cf_op {
     CF_OP_DIAG,
     CF_OP_ROLL,
     CF_OP_PAD_CIRCULAR,
+    CF_OP_ROPE_MULTI,
 };
 
 /*
@@ -127,7 +128,7 @@ static const char * cf_op_label(const struct cf_op_case * c) {
         "l2_norm", "group_norm", "out_prod", "diag_mask_zero", "pad", "arange", "timestep_embedding", "count_equal",
         "cumsum", "argsort", "top_k",
         "pad_reflect_1d",
-        "set", "acc", "fill", "tri", "diag", "roll", "pad_circular",
+        "set", "acc", "fill", "tri", "diag", "roll", "pad_circular", "rope_multi",
     };
     return names[c->op];
 }
@@ -148,7 +149,7 @@ static struct cf_op_case * cf_add(struct cf_case_list * l, enum cf_op op, enum g
     /* the types as they matter to the op: conversions as from>to, then the extra input's type */
     char types[32];
     const char * n0 = cf_type_name(t0), * n1 = cf_type_name(t1);
-    if (t1 == t0 || op == CF_OP_ROPE) {
+    if (t1 == t0 || op == CF_OP_ROPE || op == CF_OP_ROPE_MULTI) {
         snprintf(types, sizeof types, "%s", n0);
     } else if (op == CF_OP_CPY || op == CF_OP_ARGMAX) {
         snprintf(types, sizeof types, "%s>%s", n0, n1);
@@ -801,6 +802,29 @@ static void cf_cases_write(struct cf_case_list * l) {
     c->ip[0] = 7;
     c = cf_add(l, CF_OP_PAD_CIRCULAR, GGML_TYPE_F16, GGML_TYPE_F16, 33, 31, 2, 3, CF_PERMUTED, NULL);
     c->ip[0] = 2, c->ip[1] = 31, c->ip[3] = 1, c->nb[0] = 40, c->nb[1] = 1, c->nb[2] = 2;
+
+    /* rope_multi: ip[0] the mode, ip[1] n_dims, ip[2] 1 with frequency factors; nb the sections;
+     * fp[1..3] freq_scale, attn_factor, ext_factor */
+    static const struct { int mode; int64_t ne0; int n_dims; int sec[4]; int ff; float ext; const char * note; } mr[] = {
+        { GGML_ROPE_TYPE_MROPE, 128, 128, { 24, 20, 20, 0 }, 0, 0.0f, "mrope" },
+        { GGML_ROPE_TYPE_MROPE, 80, 64, { 16, 8, 4, 4 }, 1, 1.0f, "mrope-ff-yarn" },
+        { GGML_ROPE_TYPE_IMROPE, 128, 128, { 24, 20, 20, 0 }, 0, 0.0f, "imrope" },
+        { GGML_ROPE_TYPE_IMROPE, 64, 48, { 8, 8, 8, 0 }, 1, 0.0f, "imrope-ff" },
+        { GGML_ROPE_TYPE_VISION, 64, 32, { 16, 16, 0, 0 }, 0, 0.0f, "vision" },
+        { GGML_ROPE_TYPE_VISION, 80, 40, { 20, 20, 0, 0 }, 1, 0.0f, "vision-ff" },
+    };
+    for (int i = 0; i < (int) (sizeof mr / sizeof mr[0]); i++) {
+        for (int t = 0; t < 2; t++) {
+            const enum ggml_type ty = t ? GGML_TYPE_F16 : GGML_TYPE_F32;
+            c = cf_add(l, CF_OP_ROPE_MULTI, ty, GGML_TYPE_I32, mr[i].ne0, 3, 5, 1, i == 0 && t == 0 ? CF_INPLACE : CF_CONTIG,
+                       mr[i].note);
+            c->ip[0] = mr[i].mode, c->ip[1] = mr[i].n_dims, c->ip[2] = mr[i].ff;
+            for (int k = 0; k < 4; k++) {
+                c->nb[k] = mr[i].sec[k];
+            }
+            c->fp[1] = 0.5f, c->fp[2] = 1.25f, c->fp[3] = mr[i].ext;
+        }
+    }
 }
 
 /* every op case, in a fixed order; false when memory ran out */
