@@ -1661,6 +1661,9 @@ extern "C" {
                                                           float freq_base, float freq_scale, float ext_factor,
                                                           float attn_factor, float beta_fast, float beta_slow);
 
+    /* rotate the channels from n_offs on (the others pass through); returns a, NULL when refused */
+    GGML_API struct ggml_tensor * ggml_rope_set_offset(struct ggml_tensor * a, int n_offs);
+
     GGML_DEPRECATED(GGML_API struct ggml_tensor * ggml_rope_custom(
             struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b, int n_dims, int mode,
             int n_ctx_orig, float freq_base, float freq_scale, float ext_factor, float attn_factor, float beta_fast,

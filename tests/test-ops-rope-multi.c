@@ -207,3 +207,65 @@ Test(rope_custom, equals_rope_ext_without_freq_factors) {
     to_end(&e);
 }
 #pragma GCC diagnostic pop
+
+/* the rotated channels [off, off + n_dims) must equal rope_ext of those channels alone */
+static void run_offset(int mode, int64_t ne0, int n_dims, int off, bool multi, int n_threads) {
+    struct to_env e;
+    to_begin(&e);
+    struct tu_rng rng = tu_rng_new((uint64_t) off);
+    const int64_t nh = 2, nt = 3;
+    struct ggml_tensor * a   = to_new(&e, GGML_TYPE_F32, ne0, nh, nt, 1);
+    struct ggml_tensor * sub = to_new(&e, GGML_TYPE_F32, n_dims, nh, nt, 1);
+    struct ggml_tensor * pos = to_new(&e, GGML_TYPE_I32, multi ? 4 * nt : nt, 1, 1, 1);
+    tu_fill(a, &rng, -1.0f, 1.0f);
+    TU_FOR_EACH(sub, i0, i1, i2, i3) {
+        tu_set(sub, i0, i1, i2, i3, tu_get(a, i0 + off, i1, i2, i3));
+    }
+    for (int64_t i = 0; i < pos->ne[0]; i++) {
+        ((int32_t *) pos->data)[i] = (int32_t) (7 * i % 11); /* multi: the same positions repeat per section */
+    }
+    int sec[4] = { n_dims / 4, n_dims / 4, 0, 0 };
+    struct ggml_tensor * r = multi ? ggml_rope_multi(e.ctx, a, pos, NULL, n_dims, sec, mode, 0, 1e4f, 1, 0, 1, 32, 1)
+                                   : ggml_rope_ext(e.ctx, a, pos, NULL, n_dims, mode, 0, 1e4f, 1, 0, 1, 32, 1);
+    struct ggml_tensor * q = multi ? ggml_rope_multi(e.ctx, sub, pos, NULL, n_dims, sec, mode, 0, 1e4f, 1, 0, 1, 32, 1)
+                                   : ggml_rope_ext(e.ctx, sub, pos, NULL, n_dims, mode, 0, 1e4f, 1, 0, 1, 32, 1);
+    cr_assert_eq(ggml_rope_set_offset(r, off), r, "%s", ggmlx_last_error());
+    cr_assert_eq(ggmlx_get_op_params_i32(r, 15), off);
+    to_alloc(&e, r);
+    to_alloc(&e, q);
+    to_compute(&e, r, n_threads);
+    to_compute(&e, q, 1);
+    double * w = to_values(a);
+    TU_FOR_EACH(q, i0, i1, i2, i3) {
+        w[to_index(a, i0 + off, i1, i2, i3)] = tu_get(q, i0, i1, i2, i3);
+    }
+    to_check(r, w, 0.0, "rope with offset");
+    free(w);
+    to_end(&e);
+}
+
+Test(rope_set_offset, rotates_the_channels_from_the_offset) {
+    run_offset(GGML_ROPE_TYPE_NEOX, 24, 8, 12, false, 2);
+    run_offset(GGML_ROPE_TYPE_NORMAL, 24, 8, 3, false, 1);
+    run_offset(GGML_ROPE_TYPE_NEOX, 16, 8, 8, false, 2);
+    run_offset(GGML_ROPE_TYPE_MROPE, 40, 16, 20, true, 2);
+}
+
+Test(rope_set_offset, refuses_channels_past_the_row) {
+    struct ggml_context * ctx = to_small_ctx();
+    struct ggml_tensor * a = ggml_new_tensor_3d(ctx, GGML_TYPE_F32, 16, 2, 3);
+    struct ggml_tensor * p = ggml_new_tensor_1d(ctx, GGML_TYPE_I32, 3);
+    struct ggml_tensor * r = ggml_rope_ext(ctx, a, p, NULL, 8, GGML_ROPE_TYPE_NEOX, 0, 1e4f, 1, 0, 1, 32, 1);
+    cr_assert_null(ggml_rope_set_offset(r, 9));
+    cr_assert_not_null(strstr(ggmlx_last_error(), "ggml_rope_set_offset"));
+    cr_assert_null(ggml_rope_set_offset(r, -2));
+    cr_assert_eq(ggmlx_get_op_params_i32(r, 15), 0, "a refused offset changes nothing");
+    ggml_free(ctx);
+}
+
+Test(rope_set_offset, refuses_a_tensor_that_is_not_a_rope) {
+    struct ggml_context * ctx = to_small_ctx();
+    cr_assert_null(ggml_rope_set_offset(ggml_new_tensor_1d(ctx, GGML_TYPE_F32, 16), 0));
+    cr_assert_not_null(strstr(ggmlx_last_error(), "ggml_rope_set_offset"));
+    ggml_free(ctx);
+}

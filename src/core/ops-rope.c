@@ -161,6 +161,33 @@ struct ggml_tensor * ggml_rope_custom_inplace(struct ggml_context * ctx, struct 
                      beta_fast, beta_slow, NULL, true, __func__);
 }
 
+/*
+ * Rotates the channels from n_offs on instead of from 0 (op_params i32 [15], as upstream; the
+ * channels before and after pass through). Returns a, or NULL (nothing changed) when a is not a
+ * rope node or the rotated channels would not fit in its rows.
+ */
+struct ggml_tensor * ggml_rope_set_offset(struct ggml_tensor * a, int n_offs) {
+    if (a == NULL) {
+        ggmlx_error(__func__, "tensor argument 'a' is NULL");
+        return NULL;
+    }
+    if (a->op != GGML_OP_ROPE && a->op != GGML_OP_ROPE_BACK) {
+        ggmlx_error(__func__, "a must be a ROPE or ROPE_BACK result, got op %s", ggml_op_name(a->op));
+        return NULL;
+    }
+    const int     n_dims = ggmlx_get_op_params_i32(a, 1);
+    const int     mode   = ggmlx_get_op_params_i32(a, 2);
+    const int64_t span   = mode == GGML_ROPE_TYPE_VISION ? 2 * (int64_t) n_dims : n_dims;
+    if (n_offs < 0 || n_offs + span > a->ne[0]) {
+        ggmlx_error(__func__, "%lld rotated channels from channel %d do not fit rows of %lld", (long long) span, n_offs,
+                    (long long) a->ne[0]);
+        return NULL;
+    }
+    ggmlx_set_op_params_i32(a, 15, n_offs);
+    ggmlx_ok();
+    return a;
+}
+
 void ggml_rope_yarn_corr_dims(int n_dims, int n_ctx_orig, float freq_base, float beta_fast, float beta_slow,
                               float dims[2]) {
     if (dims == NULL) {

@@ -95,6 +95,13 @@ void ggmlx_cpu_rope_multi(const struct ggmlx_cpu_params * params, struct ggml_te
     const bool    vision  = m.mode == GGML_ROPE_TYPE_VISION;
     const int64_t n_pairs = vision ? ne0 / 2 : m.n_dims / 2;
     const int64_t partner = vision ? m.n_dims : m.n_dims / 2;
+    const int64_t span    = vision ? 2 * (int64_t) m.n_dims : m.n_dims; /* the rotated channels */
+    const int64_t n_offs  = ggmlx_get_op_params_i32(dst, 15);              /* ggml_rope_set_offset */
+    if (n_offs < 0 || n_offs + span > ne0) {
+        ggmlx_cpu_fail(params, "ggml_rope_multi: %lld channels from %lld do not fit rows of %lld", (long long) span,
+                       (long long) n_offs, (long long) ne0);
+        return;
+    }
     const enum ggml_type ty = src->type;
     const size_t es = ggml_type_size(ty), snb0 = src->nb[0], dnb0 = dst->nb[0];
     float * cs = (float *) ((char *) params->wdata + (size_t) params->ith * ((size_t) ne0 + 16) * sizeof(float));
@@ -112,8 +119,10 @@ void ggmlx_cpu_rope_multi(const struct ggmlx_cpu_params * params, struct ggml_te
             token_angles(&m, p4, n_pairs, cs);
             cached = i2;
         }
-        const char * s = ROW_PTR(src, i1, i2, i3);
-        char       * d = ROW_PTR(dst, i1, i2, i3);
+        const char * s0 = ROW_PTR(src, i1, i2, i3);
+        char       * d0 = ROW_PTR(dst, i1, i2, i3);
+        const char * s  = s0 + n_offs * (int64_t) snb0;
+        char       * d  = d0 + n_offs * (int64_t) dnb0;
         for (int64_t p = 0; p < n_pairs; p++) {
             const float x0 = ggmlx_load_f(ty, s + p * snb0);
             const float x1 = ggmlx_load_f(ty, s + (p + partner) * snb0);
@@ -121,10 +130,14 @@ void ggmlx_cpu_rope_multi(const struct ggmlx_cpu_params * params, struct ggml_te
             ggmlx_store_f(ty, d + p * dnb0, x0 * c - x1 * sn);
             ggmlx_store_f(ty, d + (p + partner) * dnb0, x0 * sn + x1 * c);
         }
-        /* dims past n_dims pass through (none for VISION; a no-op in place) */
-        if (!vision && (s != d || snb0 != dnb0)) {
-            for (int64_t i = m.n_dims; i < ne0; i++) {
-                memcpy(d + i * dnb0, s + i * snb0, es);
+        /* the channels outside the rotated ones pass through (a no-op in place) */
+        if (s != d || snb0 != dnb0) {
+            for (int64_t i = 0; i < ne0; i++) {
+                if (i == n_offs) {
+                    i += span - 1;
+                    continue;
+                }
+                memcpy(d0 + i * dnb0, s0 + i * snb0, es);
             }
         }
     }
