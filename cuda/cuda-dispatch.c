@@ -96,6 +96,9 @@ static bool pad_supported(const struct ggml_tensor * node) {
         return false;
     }
     if (node->op == GGML_OP_PAD) {
+        if (op_param_i32(node, 8) != 0) {
+            return false; /* circular padding: computed on the CPU */
+        }
         for (int d = 0; d < 4; d++) {
             if (op_param_i32(node, 2 * d) < 0 || op_param_i32(node, 2 * d + 1) < 0) {
                 return false;
@@ -168,6 +171,7 @@ static bool rope_supported(const struct ggml_tensor * node) {
     return a != NULL && pos != NULL && (a->type == GGML_TYPE_F32 || a->type == GGML_TYPE_F16) &&
            node->type == a->type && ggml_are_same_shape(a, node) && pos->type == GGML_TYPE_I32 &&
            pos->ne[0] >= a->ne[2] && (mode == GGML_ROPE_TYPE_NORMAL || mode == GGML_ROPE_TYPE_NEOX) && n_dims > 0 &&
+           op_param_i32(node, 15) == 0 /* ggml_rope_set_offset: computed on the CPU */ &&
            n_dims % 2 == 0 && n_dims <= a->ne[0] &&
            (ff == NULL || (ff->type == GGML_TYPE_F32 && ff->ne[0] >= n_dims / 2));
 }

@@ -2136,6 +2136,140 @@ extern "C" {
     GGML_API void                          ggml_threadpool_params_init   (struct ggml_threadpool_params * p, int n_threads);
     GGML_API bool                          ggml_threadpool_params_match  (const struct ggml_threadpool_params * p0, const struct ggml_threadpool_params * p1);
 
+    /*
+     * Writing into tensors, M-RoPE, custom ops and graph utilities.
+     */
+
+    /* b -> view(a, nb1, nb2, nb3, offset) (bytes; a contiguous): the result is a with b written
+     * there (SET), or with b added there (ACC, F32); _inplace returns a view of a */
+    GGML_API struct ggml_tensor * ggml_set(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b,
+                                           size_t nb1, size_t nb2, size_t nb3, size_t offset);
+    GGML_API struct ggml_tensor * ggml_set_inplace(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b,
+                                                   size_t nb1, size_t nb2, size_t nb3, size_t offset);
+    GGML_API struct ggml_tensor * ggml_set_1d(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b,
+                                              size_t offset);
+    GGML_API struct ggml_tensor * ggml_set_1d_inplace(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b,
+                                                      size_t offset);
+    GGML_API struct ggml_tensor * ggml_set_2d(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b,
+                                              size_t nb1, size_t offset);
+    GGML_API struct ggml_tensor * ggml_set_2d_inplace(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b,
+                                                      size_t nb1, size_t offset);
+    GGML_API struct ggml_tensor * ggml_acc(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b,
+                                           size_t nb1, size_t nb2, size_t nb3, size_t offset);
+    GGML_API struct ggml_tensor * ggml_acc_inplace(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b,
+                                                   size_t nb1, size_t nb2, size_t nb3, size_t offset);
+
+    /* a + b (b broadcast over a's rows), the result in type; a F16, BF16 or quantized */
+    GGML_API struct ggml_tensor * ggml_add_cast(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b,
+                                                enum ggml_type type);
+
+    /* every element c */
+    GGML_API struct ggml_tensor * ggml_fill(struct ggml_context * ctx, struct ggml_tensor * a, float c);
+    GGML_API struct ggml_tensor * ggml_fill_inplace(struct ggml_context * ctx, struct ggml_tensor * a, float c);
+
+    /* zeros outside the triangle of each square matrix (column i0, row i1): LOWER keeps i0 < i1,
+     * LOWER_DIAG i0 <= i1, UPPER i0 > i1, UPPER_DIAG i0 >= i1 */
+    GGML_API struct ggml_tensor * ggml_tri(struct ggml_context * ctx, struct ggml_tensor * a, enum ggml_tri_type type);
+
+    /* [n, 1, ne2, ne3] -> [n, n, ne2, ne3] with a on the diagonal, zeros elsewhere */
+    GGML_API struct ggml_tensor * ggml_diag(struct ggml_context * ctx, struct ggml_tensor * a);
+
+    /* elements moved by shift_d along dim d (|shift_d| < ne_d), wrapping around */
+    GGML_API struct ggml_tensor * ggml_roll(struct ggml_context * ctx, struct ggml_tensor * a, int shift0, int shift1,
+                                            int shift2, int shift3);
+
+    /* padding taken from the other side of each dim, as on a torus */
+    GGML_API struct ggml_tensor * ggml_pad_circular(struct ggml_context * ctx, struct ggml_tensor * a, int p0, int p1,
+                                                    int p2, int p3);
+    GGML_API struct ggml_tensor * ggml_pad_ext_circular(struct ggml_context * ctx, struct ggml_tensor * a, int lp0, int rp0,
+                                                        int lp1, int rp1, int lp2, int rp2, int lp3, int rp3);
+
+    /* X with A X = B: a [n, n] lower triangular, b [k, n], batches equal; only left, lower, non-unit
+     * (as upstream) */
+    GGML_API struct ggml_tensor * ggml_solve_tri(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b,
+                                                 bool left, bool lower, bool uni);
+
+    /* GGML_HINT_SRC0_IS_HADAMARD tells backends src0 is a Hadamard matrix; the result is unchanged */
+    GGML_API void ggml_mul_mat_set_hint(struct ggml_tensor * a, enum ggml_op_hint hint);
+
+    /*
+     * Multi-dimensional RoPE (Qwen-VL): b holds four positions per token (t for all tokens, then
+     * h, w, e); sections count the rotated pairs of each; NEOX ordering. MROPE: sections one after
+     * the other, IMROPE: interleaved t, h, w, VISION: n_dims = ne0/2, each section's angles from 0.
+     */
+    GGML_API struct ggml_tensor * ggml_rope_multi(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b,
+                                                  struct ggml_tensor * c, int n_dims, int sections[GGML_MROPE_SECTIONS],
+                                                  int mode, int n_ctx_orig, float freq_base, float freq_scale,
+                                                  float ext_factor, float attn_factor, float beta_fast, float beta_slow);
+    GGML_API struct ggml_tensor * ggml_rope_multi_inplace(struct ggml_context * ctx, struct ggml_tensor * a,
+                                                          struct ggml_tensor * b, struct ggml_tensor * c, int n_dims,
+                                                          int sections[GGML_MROPE_SECTIONS], int mode, int n_ctx_orig,
+                                                          float freq_base, float freq_scale, float ext_factor,
+                                                          float attn_factor, float beta_fast, float beta_slow);
+
+    /* rotate the channels from n_offs on (the others pass through); returns a, NULL when refused */
+    GGML_API struct ggml_tensor * ggml_rope_set_offset(struct ggml_tensor * a, int n_offs);
+
+    GGML_DEPRECATED(GGML_API struct ggml_tensor * ggml_rope_custom(
+            struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b, int n_dims, int mode,
+            int n_ctx_orig, float freq_base, float freq_scale, float ext_factor, float attn_factor, float beta_fast,
+            float beta_slow),
+        "use ggml_rope_ext instead");
+    GGML_DEPRECATED(GGML_API struct ggml_tensor * ggml_rope_custom_inplace(
+            struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b, int n_dims, int mode,
+            int n_ctx_orig, float freq_base, float freq_scale, float ext_factor, float attn_factor, float beta_fast,
+            float beta_slow),
+        "use ggml_rope_ext_inplace instead");
+
+    /*
+     * Custom ops: the CPU calls fun once on each of the node's threads with ith in 0..nth-1, where
+     * nth is n_tasks (at most the computation's thread count; GGML_N_TASKS_MAX: all of them).
+     */
+    typedef void (*ggml_custom1_op_t)(struct ggml_tensor * dst, const struct ggml_tensor * a, int ith, int nth, void * userdata);
+    typedef void (*ggml_custom2_op_t)(struct ggml_tensor * dst, const struct ggml_tensor * a, const struct ggml_tensor * b,
+                                      int ith, int nth, void * userdata);
+    typedef void (*ggml_custom3_op_t)(struct ggml_tensor * dst, const struct ggml_tensor * a, const struct ggml_tensor * b,
+                                      const struct ggml_tensor * c, int ith, int nth, void * userdata);
+    typedef void (*ggml_custom_op_t)(struct ggml_tensor * dst, int ith, int nth, void * userdata);
+
+    GGML_API struct ggml_tensor * ggml_map_custom1(struct ggml_context * ctx, struct ggml_tensor * a, ggml_custom1_op_t fun,
+                                                   int n_tasks, void * userdata);
+    GGML_API struct ggml_tensor * ggml_map_custom1_inplace(struct ggml_context * ctx, struct ggml_tensor * a,
+                                                           ggml_custom1_op_t fun, int n_tasks, void * userdata);
+    GGML_API struct ggml_tensor * ggml_map_custom2(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b,
+                                                   ggml_custom2_op_t fun, int n_tasks, void * userdata);
+    GGML_API struct ggml_tensor * ggml_map_custom2_inplace(struct ggml_context * ctx, struct ggml_tensor * a,
+                                                           struct ggml_tensor * b, ggml_custom2_op_t fun, int n_tasks,
+                                                           void * userdata);
+    GGML_API struct ggml_tensor * ggml_map_custom3(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b,
+                                                   struct ggml_tensor * c, ggml_custom3_op_t fun, int n_tasks,
+                                                   void * userdata);
+    GGML_API struct ggml_tensor * ggml_map_custom3_inplace(struct ggml_context * ctx, struct ggml_tensor * a,
+                                                           struct ggml_tensor * b, struct ggml_tensor * c,
+                                                           ggml_custom3_op_t fun, int n_tasks, void * userdata);
+    /* a new tensor of the given type and shape computed by fun from args (at most GGML_MAX_SRC - 1) */
+    GGML_API struct ggml_tensor * ggml_custom_4d(struct ggml_context * ctx, enum ggml_type type, int64_t ne0, int64_t ne1,
+                                                 int64_t ne2, int64_t ne3, struct ggml_tensor ** args, int n_args,
+                                                 ggml_custom_op_t fun, int n_tasks, void * userdata);
+    /* a view of a (src[0]) computed by fun from args (src[1..], at most GGML_MAX_SRC - 2) */
+    GGML_API struct ggml_tensor * ggml_custom_inplace(struct ggml_context * ctx, struct ggml_tensor * a,
+                                                      struct ggml_tensor ** args, int n_args, ggml_custom_op_t fun,
+                                                      int n_tasks, void * userdata);
+
+    /* the tensor shares another's memory */
+    GGML_API bool ggml_is_view(const struct ggml_tensor * tensor);
+    /* dims below 1, 2, 3 packed together (the others may have any stride) */
+    GGML_API bool ggml_is_contiguous_to_1(const struct ggml_tensor * tensor);
+    GGML_API bool ggml_is_contiguous_to_2(const struct ggml_tensor * tensor);
+    GGML_API bool ggml_is_contiguous_to_3(const struct ggml_tensor * tensor);
+
+    /* adds every tensors[i] (and what it depends on) to the graph, marks only tensors[idx]'s for
+     * computation and returns it: one graph topology whatever branch is chosen */
+    GGML_API struct ggml_tensor * ggml_build_forward_select(struct ggml_cgraph * cgraph, struct ggml_tensor ** tensors,
+                                                            int n_tensors, int idx);
+    /* adds tensor and its sources without marking them for computation (a later expand does) */
+    GGML_API void ggml_build_forward_order(struct ggml_cgraph * cgraph, struct ggml_tensor * tensor);
+
 #ifdef __cplusplus
 }
 #endif

@@ -241,7 +241,6 @@ static bool visit(struct ggml_cgraph * g, struct ggml_tensor * root, const char 
             if (t->name[0] == '\0') {
                 ggml_format_name(t, "node_%d", g->n_nodes);
             }
-            t->flags |= GGML_TENSOR_FLAG_COMPUTE;
             g->nodes[g->n_nodes++] = t;
         }
     }
@@ -250,22 +249,96 @@ done:
     return ok;
 }
 
+/*
+ * Marks root and everything it depends on for computation (GGML_TENSOR_FLAG_COMPUTE). A node
+ * already marked has its sources marked too, so the walk stops there.
+ */
+static bool mark_compute(struct ggml_cgraph * g, struct ggml_tensor * root, bool * marked, const char * func) {
+    size_t cap = 64, top = 0;
+    struct ggml_tensor ** stack = malloc(cap * sizeof *stack);
+    if (stack == NULL) {
+        return graph_fail(g, func, "out of host memory while walking the graph");
+    }
+    stack[top++] = root;
+    while (top > 0) {
+        struct ggml_tensor * t = stack[--top];
+        const bool is_node = t->op != GGML_OP_NONE || (t->flags & GGML_TENSOR_FLAG_PARAM);
+        if (!is_node || (t->flags & GGML_TENSOR_FLAG_COMPUTE)) {
+            continue;
+        }
+        t->flags |= GGML_TENSOR_FLAG_COMPUTE;
+        *marked = true;
+        for (int i = 0; i < GGML_MAX_SRC; i++) {
+            if (t->src[i] == NULL) {
+                continue;
+            }
+            if (top == cap) {
+                cap *= 2;
+                struct ggml_tensor ** bigger = realloc(stack, cap * sizeof *stack);
+                if (bigger == NULL) {
+                    free(stack);
+                    return graph_fail(g, func, "out of host memory while walking the graph");
+                }
+                stack = bigger;
+            }
+            stack[top++] = t->src[i];
+        }
+    }
+    free(stack);
+    return true;
+}
+
+/* adds tensor and its sources; compute: marks them to be computed too */
+static bool build_forward(struct ggml_cgraph * cgraph, struct ggml_tensor * tensor, bool compute, const char * func) {
+    if (tensor == NULL) {
+        /* the NULL of a failed constructor: computing this graph must not look like success */
+        graph_fail(cgraph, func, "tensor is NULL (did an op constructor fail?); graph marked failed");
+        return false;
+    }
+    const int n_before = cgraph->n_nodes + cgraph->n_leafs;
+    bool marked = false;
+    const bool ok = visit(cgraph, tensor, func) && (!compute || mark_compute(cgraph, tensor, &marked, func));
+    if (cgraph->n_nodes + cgraph->n_leafs != n_before || marked) {
+        /* a new node, or a node newly marked: what a backend computes changed */
+        cgraph->uid = ggmlx_next_graph_uid();
+    }
+    return ok;
+}
+
 void ggml_build_forward_expand(struct ggml_cgraph * cgraph, struct ggml_tensor * tensor) {
     if (!graph_usable(cgraph, __func__)) {
         return;
     }
-    if (tensor == NULL) {
-        /* the NULL of a failed constructor: computing this graph must not look like success */
-        graph_fail(cgraph, __func__, "tensor is NULL (did an op constructor fail?); graph marked failed");
-        return;
-    }
-    const int n_before = cgraph->n_nodes + cgraph->n_leafs;
-    if (visit(cgraph, tensor, __func__)) {
+    if (build_forward(cgraph, tensor, true, __func__)) {
         ggmlx_ok();
     }
-    if (cgraph->n_nodes + cgraph->n_leafs != n_before) {
-        cgraph->uid = ggmlx_next_graph_uid();
+}
+
+void ggml_build_forward_order(struct ggml_cgraph * cgraph, struct ggml_tensor * tensor) {
+    if (!graph_usable(cgraph, __func__)) {
+        return;
     }
+    if (build_forward(cgraph, tensor, false, __func__)) {
+        ggmlx_ok();
+    }
+}
+
+struct ggml_tensor * ggml_build_forward_select(struct ggml_cgraph * cgraph, struct ggml_tensor ** tensors,
+                                               int n_tensors, int idx) {
+    if (!graph_usable(cgraph, __func__)) {
+        return NULL;
+    }
+    if (tensors == NULL || n_tensors <= 0 || idx < 0 || idx >= n_tensors) {
+        graph_fail(cgraph, __func__, "tensors must be a non-empty array and idx an index into it; graph marked failed");
+        return NULL;
+    }
+    for (int i = 0; i < n_tensors; i++) {
+        if (!build_forward(cgraph, tensors[i], i == idx, __func__)) {
+            return NULL;
+        }
+    }
+    ggmlx_ok();
+    return tensors[idx];
 }
 
 void ggml_graph_add_node(struct ggml_cgraph * cgraph, struct ggml_tensor * tensor) {

@@ -73,3 +73,26 @@ struct ggml_tensor * ggml_div(struct ggml_context * ctx, struct ggml_tensor * a,
 struct ggml_tensor * ggml_div_inplace(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b) {
     return binary_impl(ctx, a, b, GGML_OP_DIV, true, __func__);
 }
+
+/* a + b with the result in `type` (upstream's way of adding F32 updates to F16/BF16 or quantized weights) */
+struct ggml_tensor * ggml_add_cast(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b,
+                                   enum ggml_type type) {
+    GGMLX_CTX_CHECK(ctx);
+    GGMLX_REQUIRE_TENSOR(ctx, a);
+    GGMLX_REQUIRE_TENSOR(ctx, b);
+    GGMLX_REQUIRE(ctx, ggml_is_quantized(a->type) || a->type == GGML_TYPE_F16 || a->type == GGML_TYPE_BF16,
+                  "a must be F16, BF16 or quantized (use ggml_add for F32), got %s", GGMLX_SHAPE(a));
+    GGMLX_REQUIRE(ctx, binary_type_ok(b->type), "b must be F32, F16 or BF16, got %s", GGMLX_SHAPE(b));
+    GGMLX_REQUIRE(ctx, ggmlx_type_is_valid(type) && ggml_blck_size(type) == 1,
+                  "the result type %d must be a valid one-element type", (int) type);
+    GGMLX_REQUIRE(ctx, b->ne[0] == a->ne[0] && ggml_can_repeat(b, a),
+                  "b %s must have a's rows (ne0) and broadcast over a %s", GGMLX_SHAPE(b), GGMLX_SHAPE(a));
+    struct ggml_tensor * result = ggmlx_new_tensor_impl(ctx, type, GGML_MAX_DIMS, a->ne, NULL, 0, __func__);
+    if (result == NULL) {
+        return NULL;
+    }
+    result->op     = GGML_OP_ADD;
+    result->src[0] = a;
+    result->src[1] = b;
+    return result;
+}

@@ -49,3 +49,21 @@ void ggml_mul_mat_set_prec(struct ggml_tensor * a, enum ggml_prec prec) {
     ggmlx_set_op_params_i32(a, 0, (int32_t) prec);
     ggmlx_ok();
 }
+
+/* op_params i32 [1], as upstream; a hint only: every backend's result is the plain product */
+void ggml_mul_mat_set_hint(struct ggml_tensor * a, enum ggml_op_hint hint) {
+    if (a == NULL) {
+        ggmlx_error(__func__, "tensor argument 'a' is NULL");
+        return;
+    }
+    if (a->op != GGML_OP_MUL_MAT) {
+        ggmlx_error(__func__, "a must be a MUL_MAT result, got op %s", ggml_op_name(a->op));
+        return;
+    }
+    if (hint != GGML_HINT_NONE && hint != GGML_HINT_SRC0_IS_HADAMARD) {
+        ggmlx_error(__func__, "unknown hint %d (GGML_HINT_NONE or GGML_HINT_SRC0_IS_HADAMARD)", (int) hint);
+        return;
+    }
+    ggmlx_set_op_params_i32(a, 1, (int32_t) hint);
+    ggmlx_ok();
+}

@@ -1,12 +1,13 @@
 /*
  * ops-pad.c -- PAD constructors: zeros added before and after each dim (op_params as upstream:
- * i32 [0..7] lp0, rp0, lp1, rp1, lp2, rp2, lp3, rp3); PAD_REFLECT_1D: dim 0 extended by its
+ * i32 [0..7] lp0, rp0, lp1, rp1, lp2, rp2, lp3, rp3, [8] 1 when the padding wraps around, taken from
+ * the other side of each dim as on a torus, else 0); PAD_REFLECT_1D: dim 0 extended by its
  * reflection (op_params i32 [0] p0, [1] p1).
  */
 #include "ggml-impl.h"
 
 static struct ggml_tensor * pad_impl(struct ggml_context * ctx, struct ggml_tensor * a, const int lp[4],
-                                     const int rp[4], const char * func) {
+                                     const int rp[4], bool circular, const char * func) {
     if (a == NULL) {
         ggmlx_ctx_fail(ctx, func, "tensor argument 'a' is NULL");
         return NULL;
@@ -19,6 +20,10 @@ static struct ggml_tensor * pad_impl(struct ggml_context * ctx, struct ggml_tens
     for (int d = 0; d < GGML_MAX_DIMS; d++) {
         if (lp[d] < 0 || rp[d] < 0) {
             ggmlx_ctx_fail(ctx, func, "padding of dim %d must be >= 0, got %d before and %d after", d, lp[d], rp[d]);
+            return NULL;
+        }
+        if (circular && a->ne[d] == 0 && lp[d] + rp[d] > 0) {
+            ggmlx_ctx_fail(ctx, func, "dim %d of a %s is empty: there is nothing to wrap around", d, GGMLX_SHAPE(a));
             return NULL;
         }
         if (__builtin_add_overflow(a->ne[d], (int64_t) lp[d] + rp[d], &ne[d])) {
@@ -35,6 +40,7 @@ static struct ggml_tensor * pad_impl(struct ggml_context * ctx, struct ggml_tens
         ggmlx_set_op_params_i32(result, 2 * d, lp[d]);
         ggmlx_set_op_params_i32(result, 2 * d + 1, rp[d]);
     }
+    ggmlx_set_op_params_i32(result, 8, circular ? 1 : 0);
     result->op     = GGML_OP_PAD;
     result->src[0] = a;
     return result;
@@ -44,7 +50,7 @@ struct ggml_tensor * ggml_pad(struct ggml_context * ctx, struct ggml_tensor * a,
     GGMLX_CTX_CHECK(ctx);
     const int lp[4] = { 0, 0, 0, 0 };
     const int rp[4] = { p0, p1, p2, p3 };
-    return pad_impl(ctx, a, lp, rp, __func__);
+    return pad_impl(ctx, a, lp, rp, false, __func__);
 }
 
 struct ggml_tensor * ggml_pad_ext(struct ggml_context * ctx, struct ggml_tensor * a, int lp0, int rp0, int lp1, int rp1,
@@ -52,7 +58,23 @@ struct ggml_tensor * ggml_pad_ext(struct ggml_context * ctx, struct ggml_tensor 
     GGMLX_CTX_CHECK(ctx);
     const int lp[4] = { lp0, lp1, lp2, lp3 };
     const int rp[4] = { rp0, rp1, rp2, rp3 };
-    return pad_impl(ctx, a, lp, rp, __func__);
+    return pad_impl(ctx, a, lp, rp, false, __func__);
+}
+
+struct ggml_tensor * ggml_pad_circular(struct ggml_context * ctx, struct ggml_tensor * a, int p0, int p1, int p2,
+                                       int p3) {
+    GGMLX_CTX_CHECK(ctx);
+    const int lp[4] = { 0, 0, 0, 0 };
+    const int rp[4] = { p0, p1, p2, p3 };
+    return pad_impl(ctx, a, lp, rp, true, __func__);
+}
+
+struct ggml_tensor * ggml_pad_ext_circular(struct ggml_context * ctx, struct ggml_tensor * a, int lp0, int rp0, int lp1,
+                                           int rp1, int lp2, int rp2, int lp3, int rp3) {
+    GGMLX_CTX_CHECK(ctx);
+    const int lp[4] = { lp0, lp1, lp2, lp3 };
+    const int rp[4] = { rp0, rp1, rp2, rp3 };
+    return pad_impl(ctx, a, lp, rp, true, __func__);
 }
 
 struct ggml_tensor * ggml_pad_reflect_1d(struct ggml_context * ctx, struct ggml_tensor * a, int p0, int p1) {

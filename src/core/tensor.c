@@ -572,3 +572,38 @@ bool ggml_can_repeat(const struct ggml_tensor * t0, const struct ggml_tensor * t
     }
     return true;
 }
+
+/* Dims below n are packed together (dim 0 one element apart, each next dim right after the last);
+ * the dims from n on may have any stride. A dim of size 1 never breaks contiguity. */
+static bool is_contiguous_below(const struct ggml_tensor * t, int n) {
+    const int64_t blck = ggml_blck_size(t->type);
+    size_t expect = ggml_type_size(t->type);
+    if (t->ne[0] != blck && t->nb[0] != expect) {
+        return false;
+    }
+    expect *= (size_t) (t->ne[0] / (blck ? blck : 1));
+    for (int i = 1; i < n; i++) {
+        if (t->ne[i] != 1 && t->nb[i] != expect) {
+            return false;
+        }
+        expect *= (size_t) t->ne[i];
+    }
+    return true;
+}
+
+bool ggml_is_contiguous_to_1(const struct ggml_tensor * tensor) {
+    return tensor && is_contiguous_below(tensor, 1);
+}
+
+bool ggml_is_contiguous_to_2(const struct ggml_tensor * tensor) {
+    return tensor && is_contiguous_below(tensor, 2);
+}
+
+bool ggml_is_contiguous_to_3(const struct ggml_tensor * tensor) {
+    return tensor && is_contiguous_below(tensor, 3);
+}
+
+/* a view shares another tensor's memory (ggml_view_*, reshape, permute, in-place results) */
+bool ggml_is_view(const struct ggml_tensor * tensor) {
+    return tensor && tensor->view_src != NULL;
+}

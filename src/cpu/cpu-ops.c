@@ -3,6 +3,7 @@
  */
 #include "cpu-ops.h"
 #include "ggml-cpu.h"
+#include "ops-custom.h"
 
 static bool is_float_type(enum ggml_type t) {
     return t == GGML_TYPE_F32 || t == GGML_TYPE_F16 || t == GGML_TYPE_BF16;
@@ -223,7 +224,8 @@ ggmlx_cpu_kernel_t ggmlx_cpu_kernel_for(const struct ggml_tensor * node) {
     case GGML_OP_TOP_K:
         return s0->type == GGML_TYPE_F32 && node->type == GGML_TYPE_I32 ? ggmlx_cpu_top_k : NULL;
     case GGML_OP_PAD:
-        return s0->type == node->type && ggml_blck_size(s0->type) == 1 ? ggmlx_cpu_pad : NULL;
+        return s0->type != node->type || ggml_blck_size(s0->type) != 1 ? NULL
+             : ggmlx_get_op_params_i32(node, 8) != 0 ? ggmlx_cpu_pad_circular : ggmlx_cpu_pad;
     case GGML_OP_PAD_REFLECT_1D:
         return s0->type == GGML_TYPE_F32 && node->type == GGML_TYPE_F32 ? ggmlx_cpu_pad_reflect_1d : NULL;
     case GGML_OP_MUL_MAT:
@@ -239,8 +241,11 @@ ggmlx_cpu_kernel_t ggmlx_cpu_kernel_for(const struct ggml_tensor * node) {
     case GGML_OP_SOFT_MAX:
         return s0->type == GGML_TYPE_F32 ? ggmlx_cpu_soft_max : NULL;
     case GGML_OP_ROPE:
-    case GGML_OP_ROPE_BACK:
-        return (s0->type == GGML_TYPE_F32 || s0->type == GGML_TYPE_F16) ? ggmlx_cpu_rope : NULL;
+        return s0->type != GGML_TYPE_F32 && s0->type != GGML_TYPE_F16 ? NULL
+             : (ggmlx_get_op_params_i32(node, 2) & GGML_ROPE_TYPE_MROPE) ? ggmlx_cpu_rope_multi : ggmlx_cpu_rope;
+    case GGML_OP_ROPE_BACK: /* the rotation by -theta, normal and NEOX layouts */
+        return (s0->type == GGML_TYPE_F32 || s0->type == GGML_TYPE_F16) &&
+               !(ggmlx_get_op_params_i32(node, 2) & GGML_ROPE_TYPE_MROPE) ? ggmlx_cpu_rope : NULL;
     /* training: F32 only, as the constructors require */
     case GGML_OP_REPEAT_BACK:
         return s0->type == GGML_TYPE_F32 && node->type == GGML_TYPE_F32 ? ggmlx_cpu_repeat_back : NULL;
@@ -324,6 +329,31 @@ ggmlx_cpu_kernel_t ggmlx_cpu_kernel_for(const struct ggml_tensor * node) {
         return f32_in_out ? ggmlx_cpu_dsv4_hc_pre : NULL;
     case GGML_OP_DSV4_HC_POST:
         return f32_in_out ? ggmlx_cpu_dsv4_hc_post : NULL;
+        return s0->type != GGML_TYPE_F32 && s0->type != GGML_TYPE_F16 ? NULL
+             : (ggmlx_get_op_params_i32(node, 2) & GGML_ROPE_TYPE_MROPE) ? ggmlx_cpu_rope_multi : ggmlx_cpu_rope;
+    case GGML_OP_SET:
+        return node->type == s0->type && ggml_is_contiguous(node) && ggml_blck_size(node->type) == 1 &&
+               (s1->type == node->type || (is_float_type(s1->type) && is_float_type(node->type)))
+               ? ggmlx_cpu_set : NULL;
+    case GGML_OP_ACC:
+        return node->type == GGML_TYPE_F32 && s0->type == GGML_TYPE_F32 && s1->type == GGML_TYPE_F32 &&
+               ggml_is_contiguous(node) ? ggmlx_cpu_acc : NULL;
+    case GGML_OP_FILL:
+        return is_float_type(node->type) ? ggmlx_cpu_fill : NULL;
+    case GGML_OP_TRI:
+        return is_float_type(node->type) && s0->type == node->type ? ggmlx_cpu_tri : NULL;
+    case GGML_OP_DIAG:
+        return is_float_type(node->type) && s0->type == node->type ? ggmlx_cpu_diag : NULL;
+    case GGML_OP_ROLL:
+        return s0->type == node->type && ggml_blck_size(node->type) == 1 ? ggmlx_cpu_roll : NULL;
+    case GGML_OP_SOLVE_TRI:
+        return s0->type == GGML_TYPE_F32 && s1->type == GGML_TYPE_F32 && node->type == GGML_TYPE_F32 &&
+               ggml_is_contiguous(s0) && ggml_is_contiguous(s1) && ggml_is_contiguous(node) ? ggmlx_cpu_solve_tri : NULL;
+    case GGML_OP_MAP_CUSTOM1:
+    case GGML_OP_MAP_CUSTOM2:
+    case GGML_OP_MAP_CUSTOM3:
+    case GGML_OP_CUSTOM:
+        return ggmlx_cpu_custom; /* the callback decides what it accepts */
     default:
         return NULL;
     }
@@ -342,6 +372,17 @@ int ggmlx_cpu_n_tasks(const struct ggml_tensor * node, int n_threads) {
     if (node->op == GGML_OP_CONV_2D || node->op == GGML_OP_CONV_3D || node->op == GGML_OP_CONV_2D_DW ||
         node->op == GGML_OP_CONV_TRANSPOSE_1D || node->op == GGML_OP_CONV_TRANSPOSE_2D) {
         return ggml_nelements(node) * node->src[0]->ne[0] * node->src[0]->ne[1] < 4096 ? 1 : n_threads;
+    }
+
+    /* custom ops get the threads they asked for (GGML_N_TASKS_MAX: all), as upstream */
+    if (node->op == GGML_OP_MAP_CUSTOM1 || node->op == GGML_OP_MAP_CUSTOM2 || node->op == GGML_OP_MAP_CUSTOM3 ||
+        node->op == GGML_OP_CUSTOM) {
+        const int want = ggmlx_custom_n_tasks(node);
+        return want == GGML_N_TASKS_MAX || want > n_threads ? n_threads : want;
+    }
+    /* a triangular solve costs n^2 per column of the result */
+    if (node->op == GGML_OP_SOLVE_TRI) {
+        return ggml_nelements(node) * node->src[0]->ne[0] < 4096 ? 1 : n_threads;
     }
     /* reductions read far more than they write; everything else costs about its output */
     const bool reduces = node->op == GGML_OP_SUM || node->op == GGML_OP_SUM_ROWS || node->op == GGML_OP_MEAN ||
@@ -371,6 +412,8 @@ size_t ggmlx_cpu_work_size(const struct ggml_tensor * node, int n_tasks) {
         return ggmlx_cpu_set_rows_work_size(node, n_tasks);
     case GGML_OP_CONV_2D:
         return ggmlx_cpu_conv_2d_work_size(node, n_tasks);
+    case GGML_OP_ROPE:
+        return (ggmlx_get_op_params_i32(node, 2) & GGML_ROPE_TYPE_MROPE) ? ggmlx_cpu_rope_multi_work_size(node, n_tasks) : 0;
     case GGML_OP_SUM:
         return (size_t)n_tasks * 64; /* per-thread partial sums, one cache line each */
     case GGML_OP_COUNT_EQUAL:

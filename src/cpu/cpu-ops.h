@@ -200,5 +200,20 @@ size_t ggmlx_cpu_lightning_indexer_work_size(const struct ggml_tensor * dst, int
 void   ggmlx_cpu_dsv4_hc_comb     (const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
 void   ggmlx_cpu_dsv4_hc_pre      (const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
 void   ggmlx_cpu_dsv4_hc_post     (const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
+/* ops-write.c: SET, ACC (F32), FILL, TRI, DIAG, ROLL; ops-solve.c: SOLVE_TRI (F32) */
+void ggmlx_cpu_set  (const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
+void ggmlx_cpu_acc  (const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
+void ggmlx_cpu_fill (const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
+void ggmlx_cpu_tri  (const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
+void ggmlx_cpu_diag (const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
+void ggmlx_cpu_roll (const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
+void ggmlx_cpu_solve_tri(const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
+/* ops-pad.c: PAD with op_params [8] = 1 (circular) */
+void ggmlx_cpu_pad_circular(const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
+/* ops-rope-multi.c: ROPE in the MROPE, IMROPE and VISION modes (F32, F16) */
+void   ggmlx_cpu_rope_multi          (const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
+size_t ggmlx_cpu_rope_multi_work_size(const struct ggml_tensor * dst, int n_tasks);
+/* ops-custom.c: MAP_CUSTOM1/2/3 and CUSTOM (the user's callback) */
+void ggmlx_cpu_custom(const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
 
 #endif /* GGMLX_CPU_OPS_H */

@@ -80,3 +80,32 @@ void ggmlx_cpu_pad_reflect_1d(const struct ggmlx_cpu_params * params, struct ggm
         }
     }
 }
+
+/* i wrapped into [0, n) (n > 0) */
+static int64_t wrap_index(int64_t i, int64_t n) {
+    const int64_t j = i % n;
+    return j < 0 ? j + n : j;
+}
+
+/* PAD with op_params [8] = 1: dst element (i0, ..) is src ((i0 - lp0) mod ne0, ..) */
+void ggmlx_cpu_pad_circular(const struct ggmlx_cpu_params * params, struct ggml_tensor * dst) {
+    const struct ggml_tensor * src = dst->src[0];
+    const size_t  es  = ggml_type_size(dst->type);
+    const int64_t ne0 = dst->ne[0], ne1 = dst->ne[1], ne2 = dst->ne[2];
+    const int64_t lp0 = ggmlx_get_op_params_i32(dst, 0);
+    const int64_t lp1 = ggmlx_get_op_params_i32(dst, 2);
+    const int64_t lp2 = ggmlx_get_op_params_i32(dst, 4);
+    const int64_t lp3 = ggmlx_get_op_params_i32(dst, 6);
+
+    int64_t r0, r1;
+    ggmlx_cpu_split_rows(params, dst->ne[1] * dst->ne[2] * dst->ne[3], &r0, &r1);
+    for (int64_t r = r0; r < r1; r++) {
+        const int64_t i1 = r % ne1, i2 = (r / ne1) % ne2, i3 = r / (ne1 * ne2);
+        char * d = ROW_PTR(dst, i1, i2, i3);
+        const char * s = ROW_PTR(src, wrap_index(i1 - lp1, src->ne[1]), wrap_index(i2 - lp2, src->ne[2]),
+                                 wrap_index(i3 - lp3, src->ne[3]));
+        for (int64_t i = 0; i < ne0; i++) {
+            memcpy(d + i * dst->nb[0], s + wrap_index(i - lp0, src->ne[0]) * src->nb[0], es);
+        }
+    }
+}

@@ -60,8 +60,11 @@ void ggmlx_cpu_rope(const struct ggmlx_cpu_params * params, struct ggml_tensor *
         ggmlx_cpu_fail(params, "ggml_rope: mode %d is not supported by the CPU kernel", mode);
         return;
     }
-    if (ra.n_dims <= 0 || ra.n_dims % 2 != 0 || ra.n_dims > ne0) {
-        ggmlx_cpu_fail(params, "ggml_rope: n_dims %d does not fit rows of %lld", ra.n_dims, (long long)ne0);
+    /* ggml_rope_set_offset: the rotated dims start at channel n_offs (op_params [15]) */
+    const int64_t n_offs = ggmlx_get_op_params_i32(dst, 15);
+    if (ra.n_dims <= 0 || ra.n_dims % 2 != 0 || n_offs < 0 || n_offs + ra.n_dims > ne0) {
+        ggmlx_cpu_fail(params, "ggml_rope: n_dims %d from channel %lld does not fit rows of %lld", ra.n_dims,
+                       (long long) n_offs, (long long)ne0);
         return;
     }
     const bool    f16  = src->type == GGML_TYPE_F16;
@@ -80,8 +83,8 @@ void ggmlx_cpu_rope(const struct ggmlx_cpu_params * params, struct ggml_tensor *
 
     for (int64_t r = r0; r < r1; r++) {
         const int64_t i1 = r % ne1, i2 = (r / ne1) % ne2, i3 = r / (ne1 * ne2);
-        const char * s = ROW_PTR(src, i1, i2, i3);
-        char       * d = ROW_PTR(dst, i1, i2, i3);
+        const char * s = ROW_PTR(src, i1, i2, i3) + n_offs * (int64_t) snb0;
+        char       * d = ROW_PTR(dst, i1, i2, i3) + n_offs * (int64_t) dnb0;
         const float  p = (float)*(const int32_t *)((const char *)pos->data + i2 * pos->nb[0]);
 
         if (i2 != cached_token || i3 != cached_i3) {
@@ -107,14 +110,17 @@ void ggmlx_cpu_rope(const struct ggmlx_cpu_params * params, struct ggml_tensor *
             store_elem(d + j0 * dnb0, f16, x0 * c - x1 * sn);
             store_elem(d + j1 * dnb0, f16, x0 * sn + x1 * c);
         }
-        /* dims past n_dims pass through (a no-op when computing in place) */
+        /* the dims outside the rotated ones pass through (a no-op when computing in place) */
         if (s != d || snb0 != dnb0) {
-            for (int64_t i = ra.n_dims; i < ne0; i++) {
-                if (f16) {
-                    *(uint16_t *)(d + i * dnb0) = *(const uint16_t *)(s + i * snb0);
-                } else {
-                    *(float *)(d + i * dnb0) = *(const float *)(s + i * snb0);
+            const char * s0 = ROW_PTR(src, i1, i2, i3);
+            char       * d0 = ROW_PTR(dst, i1, i2, i3);
+            const size_t es = f16 ? sizeof(uint16_t) : sizeof(float);
+            for (int64_t i = 0; i < ne0; i++) {
+                if (i == n_offs) {
+                    i += ra.n_dims - 1;
+                    continue;
                 }
+                memcpy(d0 + i * dnb0, s0 + i * snb0, es);
             }
         }
     }

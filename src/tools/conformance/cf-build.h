@@ -154,6 +154,32 @@ static struct ggml_tensor * cf_build_rope(struct cf_build * b, const struct cf_o
                          1.0f);
 }
 
+/* four positions per token; sections from nb; base 10000, n_ctx_orig 256, betas 32 / 1 */
+static struct ggml_tensor * cf_build_rope_multi(struct cf_build * b, const struct cf_op_case * c) {
+    struct ggml_tensor * a = cf_default_input(b, c, c->t0, c->ne, false);
+    int64_t pne[4];
+    cf_ne(pne, 4 * c->ne[2], 1, 1, 1);
+    struct ggml_tensor * pos = cf_input(b, GGML_TYPE_I32, pne, false, CF_FILL_INT, 0, 100);
+    struct ggml_tensor * ff  = NULL;
+    if (c->ip[2]) {
+        int64_t fne[4];
+        cf_ne(fne, c->ne[0] / 2, 1, 1, 1);
+        ff = cf_input(b, GGML_TYPE_F32, fne, false, CF_FILL_UNIFORM, 1.0, 4.0);
+        if (ff == NULL) {
+            return NULL;
+        }
+    }
+    if (a == NULL || pos == NULL) {
+        return NULL;
+    }
+    int sec[4] = { (int) c->nb[0], (int) c->nb[1], (int) c->nb[2], (int) c->nb[3] };
+    return c->layout == CF_INPLACE
+           ? ggml_rope_multi_inplace(b->ctx, a, pos, ff, c->ip[1], sec, c->ip[0], 256, 10000.0f, c->fp[1], c->fp[3],
+                                     c->fp[2], 32.0f, 1.0f)
+           : ggml_rope_multi(b->ctx, a, pos, ff, c->ip[1], sec, c->ip[0], 256, 10000.0f, c->fp[1], c->fp[3], c->fp[2],
+                             32.0f, 1.0f);
+}
+
 /* the node the case checks, or NULL when a constructor refused (ggmlx_last_error says why) */
 static struct ggml_tensor * cf_build_op(struct cf_build * b, const struct cf_op_case * c) {
     struct ggml_context * ctx      = b->ctx;
@@ -571,6 +597,39 @@ static struct ggml_tensor * cf_build_op(struct cf_build * b, const struct cf_op_
         struct ggml_tensor * base = cf_input(b, GGML_TYPE_F32, nb, false, CF_FILL_UNIFORM, -0.5, 0.5);
         return a == NULL || x == NULL || base == NULL ? NULL : ggml_dsv4_hc_comb(ctx, a, x, base, c->fp[0], c->ip[0]);
     }
+    case CF_OP_SET: /* nb: b's shape, ip: where b lands in a (a stays contiguous: strides address it) */
+    case CF_OP_ACC:
+        a = cf_input(b, c->t0, c->ne, false, CF_FILL_UNIFORM, -2.0, 2.0);
+        x = cf_input(b, c->t1, c->nb, permuted, CF_FILL_UNIFORM, -2.0, 2.0);
+        if (a == NULL || x == NULL) {
+            return NULL;
+        }
+        {
+            const size_t off = (size_t) c->ip[0] * a->nb[0] + (size_t) c->ip[1] * a->nb[1] +
+                               (size_t) c->ip[2] * a->nb[2] + (size_t) c->ip[3] * a->nb[3];
+            return c->op == CF_OP_SET ? ggml_set(ctx, a, x, a->nb[1], a->nb[2], a->nb[3], off)
+                                      : ggml_acc(ctx, a, x, a->nb[1], a->nb[2], a->nb[3], off);
+        }
+    case CF_OP_FILL:
+        a = cf_default_input(b, c, c->t0, c->ne, permuted);
+        return a == NULL ? NULL : ggml_fill(ctx, a, c->fp[0]);
+    case CF_OP_TRI:
+        a = cf_input(b, c->t0, c->ne, permuted, CF_FILL_UNIFORM, 0.5, 2.0);
+        return a == NULL ? NULL : ggml_tri(ctx, a, (enum ggml_tri_type) c->ip[0]);
+    case CF_OP_DIAG:
+        a = cf_input(b, c->t0, c->ne, false, CF_FILL_UNIFORM, 0.5, 2.0);
+        return a == NULL ? NULL : ggml_diag(ctx, a);
+    case CF_OP_ROLL: /* rows must be packed (as upstream): contiguous inputs only */
+        a = c->t0 == GGML_TYPE_I32 ? cf_input(b, c->t0, c->ne, false, CF_FILL_INT, -100, 100)
+                                   : cf_input(b, c->t0, c->ne, false, CF_FILL_UNIFORM, -2.0, 2.0);
+        return a == NULL ? NULL : ggml_roll(ctx, a, c->ip[0], c->ip[1], c->ip[2], c->ip[3]);
+    case CF_OP_ROPE_MULTI:
+        return cf_build_rope_multi(b, c);
+    case CF_OP_PAD_CIRCULAR: /* ip: the left pads, nb: the right pads */
+        a = cf_input(b, c->t0, c->ne, permuted, CF_FILL_UNIFORM, -2.0, 2.0);
+        return a == NULL ? NULL
+                         : ggml_pad_ext_circular(ctx, a, c->ip[0], (int) c->nb[0], c->ip[1], (int) c->nb[1], c->ip[2],
+                                                 (int) c->nb[2], c->ip[3], (int) c->nb[3]);
     }
     return NULL;
 }

@@ -81,6 +81,15 @@ enum cf_op {
     CF_OP_DSV4_HC_COMB,
     CF_OP_RWKV_WKV6,
     CF_OP_RWKV_WKV7,
+    /* writing into tensors (issue 19) */
+    CF_OP_SET,
+    CF_OP_ACC,
+    CF_OP_FILL,
+    CF_OP_TRI,
+    CF_OP_DIAG,
+    CF_OP_ROLL,
+    CF_OP_PAD_CIRCULAR,
+    CF_OP_ROPE_MULTI,
 };
 
 /*
@@ -150,6 +159,7 @@ static const char * cf_op_label(const struct cf_op_case * c) {
         "add_id", "mul_mat_id", "flash_attn_ext",
         "ssm_conv", "dsv4_hc_pre", "dsv4_hc_post", "gated_linear_attn", "ssm_scan", "gated_delta_net",
         "lightning_indexer", "dsv4_hc_comb", "rwkv_wkv6", "rwkv_wkv7",
+        "set", "acc", "fill", "tri", "diag", "roll", "pad_circular", "rope_multi",
     };
     return names[c->op];
 }
@@ -170,7 +180,7 @@ static struct cf_op_case * cf_add(struct cf_case_list * l, enum cf_op op, enum g
     /* the types as they matter to the op: conversions as from>to, then the extra input's type */
     char types[32];
     const char * n0 = cf_type_name(t0), * n1 = cf_type_name(t1);
-    if (t1 == t0 || op == CF_OP_ROPE) {
+    if (t1 == t0 || op == CF_OP_ROPE || op == CF_OP_ROPE_MULTI) {
         snprintf(types, sizeof types, "%s", n0);
     } else if (op == CF_OP_CPY || op == CF_OP_ARGMAX) {
         snprintf(types, sizeof types, "%s>%s", n0, n1);
@@ -971,6 +981,73 @@ static void cf_cases_quant(struct cf_case_list * l) {
     }
 }
 
+/*
+ * Writing into tensors: set and acc (nb: b's shape; ip: where b's first element lands in a, as
+ * element coordinates), fill (fp[0]), tri (ip[0] the triangle), diag, roll (ip: the shifts) and
+ * circular pad (ip: left pads, nb: right pads).
+ */
+static void cf_cases_write(struct cf_case_list * l) {
+    struct cf_op_case * c;
+    for (int s = 0; s < CF_N_SIZES; s++) {
+        const int64_t n = cf_sizes[s];
+        for (int acc = 0; acc < 2; acc++) {
+            c = cf_add(l, acc ? CF_OP_ACC : CF_OP_SET, GGML_TYPE_F32, GGML_TYPE_F32, n + 2, 4, 3, 1, CF_CONTIG, NULL);
+            c->nb[0] = n, c->nb[1] = 2, c->nb[2] = 2, c->nb[3] = 1;
+            c->ip[0] = 1, c->ip[1] = 1, c->ip[2] = 1;
+        }
+        cf_add(l, CF_OP_FILL, GGML_TYPE_F32, GGML_TYPE_F32, n, 3, 2, 1, CF_CONTIG, NULL)->fp[0] = -1.5f;
+        c = cf_add(l, CF_OP_ROLL, GGML_TYPE_F32, GGML_TYPE_F32, n, 3, 2, 1, CF_CONTIG, NULL);
+        c->ip[0] = (int) (n / 2), c->ip[1] = -1, c->ip[2] = 1;
+        c = cf_add(l, CF_OP_PAD_CIRCULAR, GGML_TYPE_F32, GGML_TYPE_F32, n, 3, 2, 1, CF_CONTIG, NULL);
+        c->ip[0] = 1, c->ip[1] = 2, c->nb[0] = 3, c->nb[2] = 1;
+        cf_add(l, CF_OP_DIAG, GGML_TYPE_F32, GGML_TYPE_F32, n < 100 ? n : 100, 1, 2, 1, CF_CONTIG, NULL);
+    }
+    for (int t = 0; t < 3; t++) {
+        /* b permuted into an F16/BF16/F32 a: a conversion on the way */
+        c = cf_add(l, CF_OP_SET, cf_float_types[t], GGML_TYPE_F32, 33, 31, 2, 3, CF_PERMUTED, NULL);
+        c->nb[0] = 7, c->nb[1] = 5, c->nb[2] = 2, c->nb[3] = 3;
+        c->ip[0] = 20, c->ip[1] = 3;
+        cf_add(l, CF_OP_FILL, cf_float_types[t], cf_float_types[t], 33, 5, 2, 1, CF_CONTIG, NULL)->fp[0] = 3.25f;
+        for (int k = 0; k < 4; k++) {
+            c = cf_add(l, CF_OP_TRI, cf_float_types[t], cf_float_types[t], 33, 33, 2, 1, t == 0 ? CF_PERMUTED : CF_CONTIG,
+                       NULL);
+            c->ip[0] = k;
+        }
+    }
+    c = cf_add(l, CF_OP_ACC, GGML_TYPE_F32, GGML_TYPE_F32, 40, 6, 2, 1, CF_PERMUTED, NULL);
+    c->nb[0] = 31, c->nb[1] = 5, c->nb[2] = 2, c->nb[3] = 1;
+    c->ip[0] = 9;
+    c = cf_add(l, CF_OP_ROLL, GGML_TYPE_F32, GGML_TYPE_F32, 33, 31, 2, 3, CF_CONTIG, NULL);
+    c->ip[0] = -5, c->ip[1] = 30, c->ip[2] = 1, c->ip[3] = -2;
+    c = cf_add(l, CF_OP_ROLL, GGML_TYPE_I32, GGML_TYPE_I32, 33, 4, 1, 1, CF_CONTIG, NULL);
+    c->ip[0] = 7;
+    c = cf_add(l, CF_OP_PAD_CIRCULAR, GGML_TYPE_F16, GGML_TYPE_F16, 33, 31, 2, 3, CF_PERMUTED, NULL);
+    c->ip[0] = 2, c->ip[1] = 31, c->ip[3] = 1, c->nb[0] = 40, c->nb[1] = 1, c->nb[2] = 2;
+
+    /* rope_multi: ip[0] the mode, ip[1] n_dims, ip[2] 1 with frequency factors; nb the sections;
+     * fp[1..3] freq_scale, attn_factor, ext_factor */
+    static const struct { int mode; int64_t ne0; int n_dims; int sec[4]; int ff; float ext; const char * note; } mr[] = {
+        { GGML_ROPE_TYPE_MROPE, 128, 128, { 24, 20, 20, 0 }, 0, 0.0f, "mrope" },
+        { GGML_ROPE_TYPE_MROPE, 80, 64, { 16, 8, 4, 4 }, 1, 1.0f, "mrope-ff-yarn" },
+        { GGML_ROPE_TYPE_IMROPE, 128, 128, { 24, 20, 20, 0 }, 0, 0.0f, "imrope" },
+        { GGML_ROPE_TYPE_IMROPE, 64, 48, { 8, 8, 8, 0 }, 1, 0.0f, "imrope-ff" },
+        { GGML_ROPE_TYPE_VISION, 64, 32, { 16, 16, 0, 0 }, 0, 0.0f, "vision" },
+        { GGML_ROPE_TYPE_VISION, 80, 40, { 20, 20, 0, 0 }, 1, 0.0f, "vision-ff" },
+    };
+    for (int i = 0; i < (int) (sizeof mr / sizeof mr[0]); i++) {
+        for (int t = 0; t < 2; t++) {
+            const enum ggml_type ty = t ? GGML_TYPE_F16 : GGML_TYPE_F32;
+            c = cf_add(l, CF_OP_ROPE_MULTI, ty, GGML_TYPE_I32, mr[i].ne0, 3, 5, 1, i == 0 && t == 0 ? CF_INPLACE : CF_CONTIG,
+                       mr[i].note);
+            c->ip[0] = mr[i].mode, c->ip[1] = mr[i].n_dims, c->ip[2] = mr[i].ff;
+            for (int k = 0; k < 4; k++) {
+                c->nb[k] = mr[i].sec[k];
+            }
+            c->fp[1] = 0.5f, c->fp[2] = 1.25f, c->fp[3] = mr[i].ext;
+        }
+    }
+}
+
 /* every op case, in a fixed order; false when memory ran out */
 static bool cf_make_op_cases(struct cf_case_list * l) {
     memset(l, 0, sizeof *l);
@@ -988,6 +1065,7 @@ static bool cf_make_op_cases(struct cf_case_list * l) {
     cf_cases_conv(l);
     cf_cases_experts_flash(l);
     cf_cases_recurrent(l);
+    cf_cases_write(l);
     return !l->oom;
 }
 

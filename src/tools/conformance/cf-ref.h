@@ -1212,6 +1212,70 @@ static void cf_ref_mul_mat_id(struct cf_ref * r) {
     }
 }
 
+/* ---- writing into tensors ------------------------------------------------------------------- */
+
+/* a, with b written (set) or added (acc) from element (ip[0..3]) on, along a's own strides */
+static void cf_ref_set_acc(struct cf_ref * r, bool acc) {
+    const struct cf_acc a = cf_acc_of(r->b, r->b->in[0], false);
+    const struct cf_acc x = cf_acc_of(r->b, r->b->in[1], false);
+    const int * o = r->c->ip;
+    CF_FOR4(r->ne, i0, i1, i2, i3) {
+        const int64_t j0 = i0 - o[0], j1 = i1 - o[1], j2 = i2 - o[2], j3 = i3 - o[3];
+        const bool in = j0 >= 0 && j0 < x.ne[0] && j1 >= 0 && j1 < x.ne[1] && j2 >= 0 && j2 < x.ne[2] && j3 >= 0 &&
+                        j3 < x.ne[3];
+        const double va = cf_at(&a, i0, i1, i2, i3);
+        if (!in) {
+            cf_put(r, i0, i1, i2, i3, va, 0.0);
+        } else if (acc) {
+            const double vb = cf_at(&x, j0, j1, j2, j3);
+            cf_put(r, i0, i1, i2, i3, va + vb, cf_eps(GGML_TYPE_F32) * (fabs(va) + fabs(vb)));
+        } else {
+            /* b converted to a's type: one rounding */
+            const double vb = cf_at(&x, j0, j1, j2, j3);
+            cf_put(r, i0, i1, i2, i3, vb, cf_eps(a.type) * fabs(vb));
+        }
+    }
+}
+
+static void cf_ref_fill(struct cf_ref * r) {
+    CF_FOR4(r->ne, i0, i1, i2, i3) {
+        cf_put(r, i0, i1, i2, i3, r->c->fp[0], 0.0);
+    }
+}
+
+/* ip[0] the ggml_tri_type: which of column i0, row i1 survive */
+static void cf_ref_tri(struct cf_ref * r) {
+    const struct cf_acc a = cf_acc_of(r->b, r->b->in[0], false);
+    const int k = r->c->ip[0];
+    CF_FOR4(r->ne, i0, i1, i2, i3) {
+        const bool keep = k == GGML_TRI_TYPE_LOWER ? i0 < i1 : k == GGML_TRI_TYPE_LOWER_DIAG ? i0 <= i1
+                        : k == GGML_TRI_TYPE_UPPER ? i0 > i1 : i0 >= i1;
+        cf_put(r, i0, i1, i2, i3, keep ? cf_at(&a, i0, i1, i2, i3) : 0.0, 0.0);
+    }
+}
+
+static void cf_ref_diag(struct cf_ref * r) {
+    const struct cf_acc a = cf_acc_of(r->b, r->b->in[0], false);
+    CF_FOR4(r->ne, i0, i1, i2, i3) {
+        cf_put(r, i0, i1, i2, i3, i0 == i1 ? cf_at(&a, i0, 0, i2, i3) : 0.0, 0.0);
+    }
+}
+
+static int64_t cf_wrap(int64_t i, int64_t n) {
+    return ((i % n) + n) % n;
+}
+
+/* roll: ip the shifts; circular pad: ip the left pads (the source index wraps either way) */
+static void cf_ref_wrap(struct cf_ref * r) {
+    const struct cf_acc a = cf_acc_of(r->b, r->b->in[0], false);
+    const int * s = r->c->ip;
+    CF_FOR4(r->ne, i0, i1, i2, i3) {
+        cf_put(r, i0, i1, i2, i3,
+               cf_at(&a, cf_wrap(i0 - s[0], a.ne[0]), cf_wrap(i1 - s[1], a.ne[1]), cf_wrap(i2 - s[2], a.ne[2]),
+                     cf_wrap(i3 - s[3], a.ne[3])), 0.0);
+    }
+}
+
 /*
  * softmax(scale * K^T q (soft-capped) + slope * mask) V per query row and head, the result
  * permuted to [DV, n_head, n_q, ne3]. Tolerance: float logits (a few ulps of |scale| |q| |k| per
@@ -1288,7 +1352,65 @@ static void cf_ref_flash_attn(struct cf_ref * r) {
     free(lt);
 }
 
-/* fills r->want and r->tol; sets r->failed when the reference could not be computed */
+/*
+ * rope_multi: pair p's section (MROPE one after the other, IMROPE interleaved t, h, w, the
+ * rest e) picks which of the token's four positions turns it; VISION counts each section's
+ * frequencies from its own start and pairs p with p + n_dims over the whole row.
+ */
+static void cf_ref_rope_multi(struct cf_ref * r) {
+    const struct cf_op_case * c = r->c;
+    const struct cf_acc a   = cf_acc_of(r->b, r->b->in[0], false);
+    const struct cf_acc pos = cf_acc_of(r->b, r->b->in[1], false);
+    const struct cf_acc ff  = c->ip[2] ? cf_acc_of(r->b, r->b->in[2], false) : a;
+    const int mode = c->ip[0], n_dims = c->ip[1];
+    const int64_t s[4] = { c->nb[0], c->nb[1], c->nb[2], c->nb[3] };
+    const int64_t n_sect = s[0] + s[1] + s[2] + s[3];
+    const bool vision = mode == GGML_ROPE_TYPE_VISION;
+    const int64_t n_pairs = vision ? a.ne[0] / 2 : n_dims / 2, partner = vision ? n_dims : n_dims / 2;
+    const double base = 10000.0, freq_scale = c->fp[1], attn = c->fp[2], ext_factor = c->fp[3];
+    double lo = 0, hi = 0;
+    cf_yarn_dims(n_dims, 256, base, 32.0, 1.0, &lo, &hi);
+    const double mscale = ext_factor != 0 ? attn * (1.0 + 0.1 * log(1.0 / freq_scale)) : attn;
+    const double rtol = fmax(1e-4, cf_eps(r->b->out->type));
+    CF_FOR4(r->ne, i0, i1, i2, i3) {
+        cf_put(r, i0, i1, i2, i3, cf_at(&a, i0, i1, i2, i3), 0.0); /* the dims no pair touches */
+    }
+    for (int64_t i3 = 0; i3 < a.ne[3]; i3++) {
+        for (int64_t i2 = 0; i2 < a.ne[2]; i2++) {
+            for (int64_t i1 = 0; i1 < a.ne[1]; i1++) {
+                for (int64_t p = 0; p < n_pairs; p++) {
+                    const int64_t sec = p % n_sect;
+                    int w;
+                    if (mode == GGML_ROPE_TYPE_IMROPE) {
+                        w = sec % 3 == 1 && sec < 3 * s[1] ? 1 : sec % 3 == 2 && sec < 3 * s[2] ? 2
+                          : sec % 3 == 0 && sec < 3 * s[0] ? 0 : 3;
+                    } else {
+                        w = sec < s[0] ? 0 : sec < s[0] + s[1] ? 1 : sec < s[0] + s[1] + s[2] ? 2 : 3;
+                    }
+                    int64_t start = 0;
+                    for (int k = 0; k < w; k++) {
+                        start += s[k];
+                    }
+                    const int64_t step = vision ? sec - start : p;
+                    const double f = c->ip[2] ? cf_at(&ff, p, 0, 0, 0) : 1.0;
+                    const double extrap = cf_at(&pos, i2 + w * a.ne[2], 0, 0, 0) * pow(base, -2.0 * step / n_dims) / f;
+                    double theta = freq_scale * extrap;
+                    if (ext_factor != 0) {
+                        const double y = (p - lo) / fmax(0.001, hi - lo);
+                        const double mix = (1.0 - fmin(1.0, fmax(0.0, y))) * ext_factor;
+                        theta = theta * (1.0 - mix) + extrap * mix;
+                    }
+                    const double x0 = cf_at(&a, p, i1, i2, i3), x1 = cf_at(&a, p + partner, i1, i2, i3);
+                    const double cs = cos(theta) * mscale, sn = sin(theta) * mscale;
+                    const double tol = rtol * (fabs(x0) + fabs(x1)) * fabs(mscale);
+                    cf_put(r, p, i1, i2, i3, x0 * cs - x1 * sn, tol);
+                    cf_put(r, p + partner, i1, i2, i3, x0 * sn + x1 * cs, tol);
+                }
+            }
+        }
+    }
+}
+
 /* ---- ssm_conv, dsv4 hyper-connections, gated linear attention ------------------------------ */
 
 /* want[ch, t, s] = sum_k sx[t + k, ch, s] * c[k, ch] */
@@ -1647,6 +1769,7 @@ static void cf_ref_rwkv(struct cf_ref * r) {
     free(st);
 }
 
+/* fills r->want and r->tol; sets r->failed when the reference could not be computed */
 static void cf_reference(struct cf_ref * r) {
     switch (r->c->op) {
     case CF_OP_DUP:
@@ -1718,6 +1841,14 @@ static void cf_reference(struct cf_ref * r) {
     case CF_OP_DSV4_HC_COMB: cf_ref_hc_comb(r); break;
     case CF_OP_RWKV_WKV6:
     case CF_OP_RWKV_WKV7: cf_ref_rwkv(r); break;
+    case CF_OP_SET: cf_ref_set_acc(r, false); break;
+    case CF_OP_ACC: cf_ref_set_acc(r, true); break;
+    case CF_OP_FILL: cf_ref_fill(r); break;
+    case CF_OP_TRI: cf_ref_tri(r); break;
+    case CF_OP_DIAG: cf_ref_diag(r); break;
+    case CF_OP_ROLL:
+    case CF_OP_PAD_CIRCULAR: cf_ref_wrap(r); break;
+    case CF_OP_ROPE_MULTI: cf_ref_rope_multi(r); break;
     default: r->failed = true; break;
     }
 }
