@@ -34,13 +34,19 @@
  * The products of the block scales, eight blocks at a time: their halves gathered into one
  * vector and converted together (converting each alone cost more than the byte dot products).
  */
-#    define QDOT_SCALES8(xb, yb)                                                                                    \
-        _mm256_mul_ps(_mm256_cvtph_ps(_mm_setr_epi16((short)(xb)[0].d, (short)(xb)[1].d, (short)(xb)[2].d,       \
-                                                     (short)(xb)[3].d, (short)(xb)[4].d, (short)(xb)[5].d,       \
-                                                     (short)(xb)[6].d, (short)(xb)[7].d)),                       \
-                      _mm256_cvtph_ps(_mm_setr_epi16((short)(yb)[0].d, (short)(yb)[1].d, (short)(yb)[2].d,       \
-                                                     (short)(yb)[3].d, (short)(yb)[4].d, (short)(yb)[5].d,       \
-                                                     (short)(yb)[6].d, (short)(yb)[7].d)))
+#    define QDOT_HALVES8(b, f)                                                                                     \
+        _mm_setr_epi16((short)(b)[0].f, (short)(b)[1].f, (short)(b)[2].f, (short)(b)[3].f, (short)(b)[4].f,         \
+                       (short)(b)[5].f, (short)(b)[6].f, (short)(b)[7].f)
+#    define QDOT_SCALES8(xb, yb) _mm256_mul_ps(_mm256_cvtph_ps(QDOT_HALVES8(xb, d)), _mm256_cvtph_ps(QDOT_HALVES8(yb, d)))
+
+/* MXFP4's eight E8M0 scales, halved (2^(e - 128), a subnormal below e = 2), times the activations' */
+static inline __m256 scales8_mxfp4(const block_mxfp4 * x, const block_q8_0 * y) {
+    const __m256i e     = _mm256_setr_epi32(x[0].e, x[1].e, x[2].e, x[3].e, x[4].e, x[5].e, x[6].e, x[7].e);
+    const __m256i big   = _mm256_slli_epi32(_mm256_sub_epi32(e, _mm256_set1_epi32(1)), 23);
+    const __m256i small = _mm256_sllv_epi32(_mm256_set1_epi32(0x00200000), e);
+    const __m256i bits  = _mm256_blendv_epi8(big, small, _mm256_cmpgt_epi32(_mm256_set1_epi32(2), e));
+    return _mm256_mul_ps(_mm256_castsi256_ps(bits), _mm256_cvtph_ps(QDOT_HALVES8(y, d)));
+}
 
 /* lanes 0-7 take scale 2k, lanes 8-15 scale 2k + 1 */
 static inline __m512i pair_index(int k) {
@@ -82,26 +88,65 @@ static inline __m512i q5_0_pair(const block_q5_0 * x, const block_q8_0 * y) {
                             _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(16), yv));
 }
 
-static inline __m512i iq4_nl_pair(const block_iq4_nl * x, const block_q8_0 * y) {
-    const __m512i lut = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)ggmlx_kvalues_iq4nl));
-    return dot_ss_zmm(_mm512_shuffle_epi8(lut, nibbles_pair(x[0].qs, x[1].qs)), y_pair(y));
-}
-
 static inline __m512i q8_0_pair(const block_q8_0 * x, const block_q8_0 * y) {
     return dot_ss_zmm(y_pair(x), y_pair(y)); /* x has the same layout as y */
 }
 
+static inline __m512i y_pair_q8_1(const block_q8_1 * y) {
+    return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)y[0].qs)),
+                              _mm256_loadu_si256((const __m256i *)y[1].qs), 1);
+}
+
+/* Q4_1 / Q5_1 quants are unsigned: the minimum comes in through the activations' sums (MINS8) */
+static inline __m512i q4_1_pair(const block_q4_1 * x, const block_q8_1 * y) {
+    return _mm512_dpbusd_epi32(_mm512_setzero_si512(), nibbles_pair(x[0].qs, x[1].qs), y_pair_q8_1(y));
+}
+
+static inline __m512i q5_1_pair(const block_q5_1 * x, const block_q8_1 * y) {
+    const __m512i hb = _mm512_inserti64x4(_mm512_castsi256_si512(QX(bit4_from_qh)(x[0].qh)), QX(bit4_from_qh)(x[1].qh), 1);
+    return _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_or_si512(nibbles_pair(x[0].qs, x[1].qs), hb), y_pair_q8_1(y));
+}
+
+/*
+ * Codebook formats: the 16 signed values plus `off` (so that they are unsigned bytes) picked by
+ * the nibbles, times y, less off times the sum of y: one vpdpbusd more instead of the sign
+ * handling of signed x signed (three instructions).
+ */
+static inline __m512i lut_dot_zmm(__m512i lut_u, __m512i off, __m512i nib, __m512i yv) {
+    return _mm512_sub_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_shuffle_epi8(lut_u, nib), yv),
+                            _mm512_dpbusd_epi32(_mm512_setzero_si512(), off, yv));
+}
+
+static inline __m512i lut_offset(const int8_t * lut, int off) {
+    return _mm512_add_epi8(_mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)lut)), _mm512_set1_epi8((char)off));
+}
+
+static inline __m512i iq4_nl_pair(const block_iq4_nl * x, const block_q8_0 * y) {
+    return lut_dot_zmm(lut_offset(ggmlx_kvalues_iq4nl, 128), _mm512_set1_epi8((char)128), nibbles_pair(x[0].qs, x[1].qs),
+                       y_pair(y));
+}
+
+static inline __m512i mxfp4_pair(const block_mxfp4 * x, const block_q8_0 * y) {
+    return lut_dot_zmm(lut_offset(ggmlx_kvalues_fp4, 16), _mm512_set1_epi8(16), nibbles_pair(x[0].qs, x[1].qs), y_pair(y));
+}
+
+/* the products of the minima of eight Q4_1 / Q5_1 blocks and their activations' scaled sums */
+#    define QDOT_MINS8(xb, yb) _mm256_mul_ps(_mm256_cvtph_ps(QDOT_HALVES8(xb, m)), _mm256_cvtph_ps(QDOT_HALVES8(yb, s)))
+#    define QDOT_NO_MINS8(xb, yb) _mm256_setzero_ps()
+
 /*
  * Eight blocks per iteration: four pairs, each pair's sums scaled by its two scales (lanes 0-7 and
- * 8-15 of a permute of the eight products); what is left goes to the 256-bit kernel.
+ * 8-15 of a permute of the eight products); what is left goes to the 256-bit kernel. MINS8 adds
+ * the formats' offset terms (minimum times the activations' sum), eight at a time.
  */
-#    define QDOT_PAIRS_KERNEL(name, block_t, PAIR, SCALES8, tail_fn)                                             \
+#    define QDOT_PAIRS_KERNEL_Y(name, block_t, yblock_t, PAIR, SCALES8, MINS8, tail_fn)                          \
         static void name(GGMLX_VEC_DOT_ARGS) {                                                                   \
             GGMLX_VEC_DOT_UNUSED;                                                                                \
-            const block_t * restrict    x    = vx;                                                               \
-            const block_q8_0 * restrict y    = vy;                                                               \
-            const int                   nb   = n / QK8_0;                                                        \
-            __m512                      acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();                  \
+            const block_t * restrict  x    = vx;                                                                 \
+            const yblock_t * restrict y    = vy;                                                                 \
+            const int                 nb   = n / QK8_0;                                                          \
+            __m512                    acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();                    \
+            __m256                    accm = _mm256_setzero_ps();                                                \
             const __m512i ix0 = pair_index(0), ix1 = pair_index(1), ix2 = pair_index(2), ix3 = pair_index(3);    \
             int           i   = 0;                                                                               \
             for (; i + 7 < nb; i += 8) {                                                                         \
@@ -113,18 +158,27 @@ static inline __m512i q8_0_pair(const block_q8_0 * x, const block_q8_0 * y) {
                                        acc0);                                                                    \
                 acc1 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(PAIR(x + i + 6, y + i + 6)), _mm512_permutexvar_ps(ix3, sc), \
                                        acc1);                                                                    \
+                accm = _mm256_add_ps(accm, MINS8(x + i, y + i));                                                 \
             }                                                                                                    \
             float tail = 0.0f;                                                                                   \
             if (i < nb) {                                                                                        \
                 tail_fn(n - i * QK8_0, &tail, bs, x + i, bx, y + i, by, nrc);                                    \
             }                                                                                                    \
-            *s = _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1)) + tail;                                         \
+            *s = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(acc0, acc1), _mm512_zextps256_ps512(accm))) +  \
+                 tail;                                                                                           \
         }
+#    define QDOT_PAIRS_KERNEL(name, block_t, PAIR, SCALES8, tail_fn)                                             \
+        QDOT_PAIRS_KERNEL_Y(name, block_t, block_q8_0, PAIR, SCALES8, QDOT_NO_MINS8, tail_fn)
 
 QDOT_PAIRS_KERNEL(vec_dot_q4_0_q8_0_zmm, block_q4_0, q4_0_pair, QDOT_SCALES8, vec_dot_q4_0_q8_0_avx512)
 QDOT_PAIRS_KERNEL(vec_dot_q8_0_q8_0_zmm, block_q8_0, q8_0_pair, QDOT_SCALES8, vec_dot_q8_0_q8_0_avx512)
 QDOT_PAIRS_KERNEL(vec_dot_q5_0_q8_0_zmm, block_q5_0, q5_0_pair, QDOT_SCALES8, vec_dot_q5_0_q8_0_avx512)
 QDOT_PAIRS_KERNEL(vec_dot_iq4_nl_q8_0_zmm, block_iq4_nl, iq4_nl_pair, QDOT_SCALES8, vec_dot_iq4_nl_q8_0_avx512)
+QDOT_PAIRS_KERNEL(vec_dot_mxfp4_q8_0_zmm, block_mxfp4, mxfp4_pair, scales8_mxfp4, vec_dot_mxfp4_q8_0_avx512)
+QDOT_PAIRS_KERNEL_Y(vec_dot_q4_1_q8_1_zmm, block_q4_1, block_q8_1, q4_1_pair, QDOT_SCALES8, QDOT_MINS8,
+                    vec_dot_q4_1_q8_1_avx512)
+QDOT_PAIRS_KERNEL_Y(vec_dot_q5_1_q8_1_zmm, block_q5_1, block_q8_1, q5_1_pair, QDOT_SCALES8, QDOT_MINS8,
+                    vec_dot_q5_1_q8_1_avx512)
 
 /* word index vector: word w takes scale `first + w / per` */
 static inline __m512i scale_index(int first, int per) {
@@ -207,6 +261,9 @@ static const struct ggmlx_qdot_entry entries_zmm[] = {
     { GGML_TYPE_Q8_0, NULL, vec_dot_q8_0_q8_0_zmm },
     { GGML_TYPE_Q5_0, NULL, vec_dot_q5_0_q8_0_zmm },
     { GGML_TYPE_IQ4_NL, NULL, vec_dot_iq4_nl_q8_0_zmm },
+    { GGML_TYPE_MXFP4, NULL, vec_dot_mxfp4_q8_0_zmm },
+    { GGML_TYPE_Q4_1, NULL, vec_dot_q4_1_q8_1_zmm },
+    { GGML_TYPE_Q5_1, NULL, vec_dot_q5_1_q8_1_zmm },
     { GGML_TYPE_Q4_K, NULL, vec_dot_q4_K_q8_K_zmm },
     { GGML_TYPE_Q6_K, NULL, vec_dot_q6_K_q8_K_zmm },
 };
