@@ -80,9 +80,17 @@ static inline __m512i q4_0_pair(const block_q4_0 * x, const block_q8_0 * y) {
                             _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(8), yv));
 }
 
+/* the pair's 64 fifth bits, in the element order of nibbles_pair: a byte mask */
+static inline __mmask64 qh_pair(const uint8_t * qh0, const uint8_t * qh1) {
+    uint32_t a, b;
+    memcpy(&a, qh0, sizeof(a));
+    memcpy(&b, qh1, sizeof(b));
+    return _cvtu64_mask64((uint64_t)a | ((uint64_t)b << 32));
+}
+
 static inline __m512i q5_0_pair(const block_q5_0 * x, const block_q8_0 * y) {
-    const __m512i hb = _mm512_inserti64x4(_mm512_castsi256_si512(QX(bit4_from_qh)(x[0].qh)), QX(bit4_from_qh)(x[1].qh), 1);
-    const __m512i v  = _mm512_or_si512(nibbles_pair(x[0].qs, x[1].qs), hb);
+    const __m512i n  = nibbles_pair(x[0].qs, x[1].qs);
+    const __m512i v  = _mm512_mask_add_epi8(n, qh_pair(x[0].qh, x[1].qh), n, _mm512_set1_epi8(16));
     const __m512i yv = y_pair(y);
     return _mm512_sub_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), v, yv),
                             _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(16), yv));
@@ -103,8 +111,9 @@ static inline __m512i q4_1_pair(const block_q4_1 * x, const block_q8_1 * y) {
 }
 
 static inline __m512i q5_1_pair(const block_q5_1 * x, const block_q8_1 * y) {
-    const __m512i hb = _mm512_inserti64x4(_mm512_castsi256_si512(QX(bit4_from_qh)(x[0].qh)), QX(bit4_from_qh)(x[1].qh), 1);
-    return _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_or_si512(nibbles_pair(x[0].qs, x[1].qs), hb), y_pair_q8_1(y));
+    const __m512i n = nibbles_pair(x[0].qs, x[1].qs);
+    const __m512i v = _mm512_mask_add_epi8(n, qh_pair(x[0].qh, x[1].qh), n, _mm512_set1_epi8(16));
+    return _mm512_dpbusd_epi32(_mm512_setzero_si512(), v, y_pair_q8_1(y));
 }
 
 /*
