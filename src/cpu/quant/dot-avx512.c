@@ -199,33 +199,226 @@ static inline __m512i scale_index(int first, int per) {
 }
 
 /*
- * Q4_K: a 64-element chunk (two sub-blocks: the low and the high nibbles of 32 bytes) fills one
- * vector; its two scales reach their 16 words each through one word permute.
+ * Q4_K / Q5_K: a 64-element chunk (two sub-blocks: the low and the high nibbles of 32 bytes)
+ * fills one vector; its two scales reach their 16 words each through one word permute. Q5_K's
+ * fifth bits (bit 2c of qh[j] for the low half of chunk c, 2c + 1 for the high) are rotated to
+ * bit 4 of their byte, each half of the vector by its own count.
  */
-static void vec_dot_q4_K_q8_K_zmm(GGMLX_VEC_DOT_ARGS) {
-    GGMLX_VEC_DOT_UNUSED;
-    const block_q4_K * restrict x   = vx;
+static inline void q45_K_zmm(int n, float * s, const void * vx, const void * vy, bool five) {
     const block_q8_K * restrict y   = vy;
     const int                   nb  = n / QK_K;
+    const size_t                bsz = five ? sizeof(block_q5_K) : sizeof(block_q4_K);
     const __m512i               m4  = _mm512_set1_epi8(15);
     const __m512i               ix[4] = { scale_index(0, 16), scale_index(2, 16), scale_index(4, 16), scale_index(6, 16) };
     __m512                      acc = _mm512_setzero_ps();
-    float                       acc_min = 0.0f;
+    __m256                      accm = _mm256_setzero_ps();
     for (int i = 0; i < nb; i++) {
+        const uint8_t * blk = (const uint8_t *)vx + (size_t)i * bsz;
+        const uint8_t * qs  = five ? ((const block_q5_K *)blk)->qs : ((const block_q4_K *)blk)->qs;
+        ggmlx_half      d, dmin;
+        memcpy(&d, blk, sizeof(d));
+        memcpy(&dmin, blk + 2, sizeof(dmin));
         __m128i sc8, mn;
-        QX(k4_scale_min)(x[i].scales, &sc8, &mn);
+        QX(k4_scale_min)(blk + 4, &sc8, &mn);
         const __m512i sc16 = _mm512_castsi128_si512(_mm_cvtepu8_epi16(sc8));
+        __m512i       hb   = _mm512_setzero_si512();
+        if (five) {
+            hb = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)((const block_q5_K *)blk)->qh));
+        }
+        __m512i sumi = _mm512_setzero_si512();
+        for (int c = 0; c < 4; c++) {
+            const __m256i q = _mm256_loadu_si256((const __m256i *)(qs + 32 * c));
+            __m512i       v = _mm512_and_si512(_mm512_inserti64x4(_mm512_castsi256_si512(q), _mm256_srli_epi16(q, 4), 1), m4);
+            if (five) {
+                const long long rl = (4 - 2 * c) & 63, rh = (3 - 2 * c) & 63;
+                const __m512i   r  = _mm512_set_epi64(rh, rh, rh, rh, rl, rl, rl, rl);
+                v = _mm512_or_si512(v, _mm512_and_si512(_mm512_rolv_epi64(hb, r), _mm512_set1_epi8(16)));
+            }
+            const __m512i p = _mm512_maddubs_epi16(v, _mm512_loadu_si512(y[i].qs + 64 * c));
+            sumi            = _mm512_dpwssd_epi32(sumi, p, _mm512_permutexvar_epi16(ix[c], sc16));
+        }
+        const float   dy   = y[i].d;
+        /* the minima times the 32-element sums of y (pairs of bsums) */
+        const __m256i b    = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)y[i].bsums), _mm256_set1_epi16(1));
+        const __m256i mins = _mm256_mullo_epi32(_mm256_cvtepu8_epi32(mn), b);
+        acc  = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sumi), _mm512_set1_ps(_cvtsh_ss(d) * dy), acc);
+        accm = _mm256_fmadd_ps(_mm256_cvtepi32_ps(mins), _mm256_set1_ps(_cvtsh_ss(dmin) * dy), accm);
+    }
+    *s = _mm512_reduce_add_ps(_mm512_sub_ps(acc, _mm512_zextps256_ps512(accm)));
+}
+
+static void vec_dot_q4_K_q8_K_zmm(GGMLX_VEC_DOT_ARGS) {
+    GGMLX_VEC_DOT_UNUSED;
+    q45_K_zmm(n, s, vx, vy, false);
+}
+
+static void vec_dot_q5_K_q8_K_zmm(GGMLX_VEC_DOT_ARGS) {
+    GGMLX_VEC_DOT_UNUSED;
+    q45_K_zmm(n, s, vx, vy, true);
+}
+
+/*
+ * Q2_K / Q3_K: 32 bytes of qs hold four 32-element chunks (bit pairs 0-3); a vector takes two
+ * chunks, 64 consecutive elements, from the 32 bytes broadcast to both halves and shifted by a
+ * count per half. Q3_K's third bit (bit 4h + k of hmask[j]) is rotated to bit 2 the same way.
+ */
+static inline __m512i shift_pair(int lo, int hi) {
+    return _mm512_set_epi64(hi, hi, hi, hi, lo, lo, lo, lo);
+}
+
+static void vec_dot_q2_K_q8_K_zmm(GGMLX_VEC_DOT_ARGS) {
+    GGMLX_VEC_DOT_UNUSED;
+    const block_q2_K * restrict x    = vx;
+    const block_q8_K * restrict y    = vy;
+    const int                   nb   = n / QK_K;
+    const __m512i               m3   = _mm512_set1_epi8(3);
+    const __m512i               sh[2] = { shift_pair(0, 2), shift_pair(4, 6) };
+    const __m512i               ix[4] = { scale_index(0, 8), scale_index(4, 8), scale_index(8, 8), scale_index(12, 8) };
+    __m512                      acc  = _mm512_setzero_ps();
+    __m256                      accm = _mm256_setzero_ps();
+    for (int i = 0; i < nb; i++) {
+        const __m128i sc   = _mm_loadu_si128((const __m128i *)x[i].scales);
+        const __m512i sc16 = _mm512_castsi256_si512(_mm256_cvtepu8_epi16(_mm_and_si128(sc, _mm_set1_epi8(15))));
+        const __m256i mn16 = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(sc, 4), _mm_set1_epi8(15)));
         __m512i       sumi = _mm512_setzero_si512();
         for (int c = 0; c < 4; c++) {
-            const __m256i q = _mm256_loadu_si256((const __m256i *)(x[i].qs + 32 * c));
-            const __m512i v = _mm512_and_si512(_mm512_inserti64x4(_mm512_castsi256_si512(q), _mm256_srli_epi16(q, 4), 1), m4);
-            const __m512i p = _mm512_maddubs_epi16(v, _mm512_loadu_si512(y[i].qs + 64 * c));
-            sumi            = _mm512_add_epi32(sumi, _mm512_madd_epi16(p, _mm512_permutexvar_epi16(ix[c], sc16)));
+            const __m512i q = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(x[i].qs + 32 * (c / 2))));
+            const __m512i u = _mm512_and_si512(_mm512_srlv_epi64(q, sh[c % 2]), m3);
+            const __m512i p = _mm512_maddubs_epi16(u, _mm512_loadu_si512(y[i].qs + 64 * c));
+            sumi            = _mm512_dpwssd_epi32(sumi, p, _mm512_permutexvar_epi16(ix[c], sc16));
+        }
+        const __m256i mins = _mm256_madd_epi16(mn16, _mm256_loadu_si256((const __m256i *)y[i].bsums));
+        acc  = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sumi), _mm512_set1_ps(_cvtsh_ss(x[i].d) * y[i].d), acc);
+        accm = _mm256_fmadd_ps(_mm256_cvtepi32_ps(mins), _mm256_set1_ps(_cvtsh_ss(x[i].dmin) * y[i].d), accm);
+    }
+    *s = _mm512_reduce_add_ps(_mm512_sub_ps(acc, _mm512_zextps256_ps512(accm)));
+}
+
+static void vec_dot_q3_K_q8_K_zmm(GGMLX_VEC_DOT_ARGS) {
+    GGMLX_VEC_DOT_UNUSED;
+    const block_q3_K * restrict x    = vx;
+    const block_q8_K * restrict y    = vy;
+    const int                   nb   = n / QK_K;
+    const __m512i               m3   = _mm512_set1_epi8(3);
+    const __m512i               b2   = _mm512_set1_epi8(4);
+    const __m512i               sh[2] = { shift_pair(0, 2), shift_pair(4, 6) };
+    /* hmask bit 4h + k to bit 2: chunk pair c has k = 2 (c % 2) and one more, h = c / 2 */
+    const __m512i rot[4] = { shift_pair(2, 1), shift_pair(0, 63), shift_pair(62, 61), shift_pair(60, 59) };
+    const __m512i ix[4]  = { scale_index(0, 8), scale_index(4, 8), scale_index(8, 8), scale_index(12, 8) };
+    __m512        acc    = _mm512_setzero_ps();
+    for (int i = 0; i < nb; i++) {
+        uint32_t a[3], w[4];
+        memcpy(a, x[i].scales, sizeof(a));
+        w[0] = (a[0] & 0x0f0f0f0fu) | ((a[2] & 0x03030303u) << 4);
+        w[1] = (a[1] & 0x0f0f0f0fu) | (((a[2] >> 2) & 0x03030303u) << 4);
+        w[2] = ((a[0] >> 4) & 0x0f0f0f0fu) | (((a[2] >> 4) & 0x03030303u) << 4);
+        w[3] = ((a[1] >> 4) & 0x0f0f0f0fu) | (((a[2] >> 6) & 0x03030303u) << 4);
+        const __m128i sc8  = _mm_sub_epi8(_mm_set_epi32((int)w[3], (int)w[2], (int)w[1], (int)w[0]), _mm_set1_epi8(32));
+        const __m256i s16  = _mm256_cvtepi8_epi16(sc8);
+        const __m512i sc16 = _mm512_castsi256_si512(s16);
+        const __m512i hm   = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)x[i].hmask));
+        /* the quants are stored + 4: take 4 * sum(scale * block sum) back off, in the vector */
+        __m512i sumi = _mm512_zextsi256_si512(
+            _mm256_slli_epi32(_mm256_madd_epi16(s16, _mm256_loadu_si256((const __m256i *)y[i].bsums)), 2));
+        sumi = _mm512_sub_epi32(_mm512_setzero_si512(), sumi);
+        for (int c = 0; c < 4; c++) {
+            const __m512i q  = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(x[i].qs + 32 * (c / 2))));
+            const __m512i hb = _mm512_and_si512(_mm512_rolv_epi64(hm, rot[c]), b2);
+            const __m512i u  = _mm512_or_si512(_mm512_and_si512(_mm512_srlv_epi64(q, sh[c % 2]), m3), hb);
+            const __m512i p  = _mm512_maddubs_epi16(u, _mm512_loadu_si512(y[i].qs + 64 * c));
+            sumi             = _mm512_dpwssd_epi32(sumi, p, _mm512_permutexvar_epi16(ix[c], sc16));
         }
         acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sumi), _mm512_set1_ps(_cvtsh_ss(x[i].d) * y[i].d), acc);
-        acc_min += _cvtsh_ss(x[i].dmin) * y[i].d * (float)QX(mins_dot)(mn, y[i].bsums);
     }
-    *s = _mm512_reduce_add_ps(acc) - acc_min;
+    *s = _mm512_reduce_add_ps(acc);
+}
+
+/*
+ * IQ4_XS: two 32-element sub-blocks per vector (their 16 bytes of nibbles in element order as
+ * for Q4_0), codebook values + 128 times y by vpdpbusd; each lane's sum times its sub-block's
+ * scale, and the 128 times the sums of y (from bsums) taken off once per block.
+ */
+static void vec_dot_iq4_xs_q8_K_zmm(GGMLX_VEC_DOT_ARGS) {
+    GGMLX_VEC_DOT_UNUSED;
+    const block_iq4_xs * restrict x   = vx;
+    const block_q8_K * restrict   y   = vy;
+    const int                     nb  = n / QK_K;
+    const __m512i                 lut = lut_offset(ggmlx_kvalues_iq4nl, 128);
+    const __m256i                 shl = _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28);
+    const __m256i                 shh = _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14);
+    __m512                        acc = _mm512_setzero_ps();
+    for (int i = 0; i < nb; i++) {
+        uint32_t sl;
+        memcpy(&sl, x[i].scales_l, sizeof(sl));
+        const __m256i lo  = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32((int)sl), shl), _mm256_set1_epi32(15));
+        const __m256i hi  = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(x[i].scales_h), shh), _mm256_set1_epi32(3));
+        const __m256i ls  = _mm256_sub_epi32(_mm256_or_si256(lo, _mm256_slli_epi32(hi, 4)), _mm256_set1_epi32(32));
+        const __m512i ls2 = _mm512_castsi256_si512(ls);
+        const __m256i sy  = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)y[i].bsums), _mm256_set1_epi16(1));
+        __m512i       sumi = _mm512_zextsi256_si512(_mm256_slli_epi32(_mm256_mullo_epi32(ls, sy), 7));
+        sumi               = _mm512_sub_epi32(_mm512_setzero_si512(), sumi);
+        for (int p = 0; p < 4; p++) {
+            const __m512i v = _mm512_shuffle_epi8(lut, nibbles_pair(x[i].qs + 32 * p, x[i].qs + 32 * p + 16));
+            const __m512i d = _mm512_dpbusd_epi32(_mm512_setzero_si512(), v, _mm512_loadu_si512(y[i].qs + 64 * p));
+            sumi            = _mm512_add_epi32(sumi, _mm512_mullo_epi32(d, _mm512_permutexvar_epi32(pair_index(p), ls2)));
+        }
+        acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sumi), _mm512_set1_ps(_cvtsh_ss(x[i].d) * y[i].d), acc);
+    }
+    *s = _mm512_reduce_add_ps(acc);
+}
+
+/*
+ * NVFP4's eight UE4M3 scales of two blocks, decoded in a vector as ggmlx_ue4m3_to_fp32 does one:
+ * normal codes from their bits (exponent + 119, halved), subnormal ones as the code with exponent
+ * 1 less 2^-7, and the NaN code 0x7F as 0.
+ */
+static inline __m256 ue4m3x8(const uint8_t * d0, const uint8_t * d1) {
+    uint32_t a, b;
+    memcpy(&a, d0, sizeof(a));
+    memcpy(&b, d1, sizeof(b));
+    const __m256i u    = _mm256_cvtepu8_epi32(_mm_insert_epi32(_mm_cvtsi32_si128((int)a), (int)b, 1));
+    const __m256i sub  = _mm256_cmpeq_epi32(_mm256_and_si256(u, _mm256_set1_epi32(0x78)), _mm256_setzero_si256());
+    const __m256i nan  = _mm256_cmpeq_epi32(u, _mm256_set1_epi32(0x7f));
+    __m256i       bits = _mm256_add_epi32(_mm256_slli_epi32(_mm256_and_si256(u, _mm256_set1_epi32(0x7f)), 20),
+                                          _mm256_set1_epi32(119 << 23));
+    bits               = _mm256_add_epi32(bits, _mm256_and_si256(sub, _mm256_set1_epi32(1 << 23)));
+    const __m256 f     = _mm256_sub_ps(_mm256_castsi256_ps(bits), _mm256_and_ps(_mm256_castsi256_ps(sub), _mm256_set1_ps(0.0078125f)));
+    return _mm256_andnot_ps(_mm256_castsi256_ps(nan), f);
+}
+
+/* NVFP4: one 64-element block per vector, its four 16-element sub-blocks (8 bytes: low nibbles
+ * j, high j + 8) put in element order by a qword permute; two blocks a step for the scales */
+static inline __m512i nvfp4_block(const block_nvfp4 * x, const block_q8_0 * y, __m512i lut) {
+    const __m256i q   = _mm256_loadu_si256((const __m256i *)x->qs);
+    const __m512i v   = _mm512_and_si512(_mm512_inserti64x4(_mm512_castsi256_si512(q), _mm256_srli_epi16(q, 4), 1),
+                                         _mm512_set1_epi8(15));
+    const __m512i ord = _mm512_permutexvar_epi64(_mm512_setr_epi64(0, 4, 1, 5, 2, 6, 3, 7), v);
+    return lut_dot_zmm(lut, _mm512_set1_epi8(16), ord, y_pair(y));
+}
+
+static void vec_dot_nvfp4_q8_0_zmm(GGMLX_VEC_DOT_ARGS) {
+    GGMLX_VEC_DOT_UNUSED;
+    const block_nvfp4 * restrict x    = vx;
+    const block_q8_0 * restrict  y    = vy;
+    const int                    nb   = n / QK_NVFP4;
+    const __m512i                lut  = lut_offset(ggmlx_kvalues_fp4, 16);
+    const __m512i                ix0  = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
+    const __m512i                ix1  = _mm512_setr_epi32(4, 4, 4, 4, 5, 5, 5, 5, 6, 6, 6, 6, 7, 7, 7, 7);
+    __m512                       acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
+    int                          i    = 0;
+    for (; i + 1 < nb; i += 2) {
+        const block_q8_0 * yb = y + 2 * i;
+        const __m128i dy = _mm_setr_epi16((short)yb[0].d, (short)yb[0].d, (short)yb[1].d, (short)yb[1].d, (short)yb[2].d,
+                                          (short)yb[2].d, (short)yb[3].d, (short)yb[3].d);
+        const __m512  sc = _mm512_castps256_ps512(_mm256_mul_ps(ue4m3x8(x[i].d, x[i + 1].d), _mm256_cvtph_ps(dy)));
+        acc0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(nvfp4_block(x + i, yb, lut)), _mm512_permutexvar_ps(ix0, sc), acc0);
+        acc1 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(nvfp4_block(x + i + 1, yb + 2, lut)), _mm512_permutexvar_ps(ix1, sc), acc1);
+    }
+    float tail = 0.0f;
+    if (i < nb) {
+        vec_dot_nvfp4_q8_0_avx512(n - i * QK_NVFP4, &tail, bs, x + i, bx, y + 2 * i, by, nrc);
+    }
+    *s = _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1)) + tail;
 }
 
 /*
@@ -274,7 +467,12 @@ static const struct ggmlx_qdot_entry entries_zmm[] = {
     { GGML_TYPE_Q4_1, NULL, vec_dot_q4_1_q8_1_zmm },
     { GGML_TYPE_Q5_1, NULL, vec_dot_q5_1_q8_1_zmm },
     { GGML_TYPE_Q4_K, NULL, vec_dot_q4_K_q8_K_zmm },
+    { GGML_TYPE_Q5_K, NULL, vec_dot_q5_K_q8_K_zmm },
     { GGML_TYPE_Q6_K, NULL, vec_dot_q6_K_q8_K_zmm },
+    { GGML_TYPE_Q2_K, NULL, vec_dot_q2_K_q8_K_zmm },
+    { GGML_TYPE_Q3_K, NULL, vec_dot_q3_K_q8_K_zmm },
+    { GGML_TYPE_IQ4_XS, NULL, vec_dot_iq4_xs_q8_K_zmm },
+    { GGML_TYPE_NVFP4, NULL, vec_dot_nvfp4_q8_0_zmm },
 };
 
 #    if defined(__clang__)
