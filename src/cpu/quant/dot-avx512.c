@@ -511,10 +511,103 @@ QDOT_VBMI static inline __m256 scales8_q8_0_vbmi(const void * xb, const void * y
     return _mm256_mul_ps(_mm256_cvtph_ps(halves8_stride34(xb)), _mm256_cvtph_ps(halves8_stride34(yb)));
 }
 
-QDOT_VBMI QDOT_PAIRS_KERNEL(vec_dot_q4_0_q8_0_vbmi, block_q4_0, q4_0_pair, scales8_q4_0_vbmi, vec_dot_q4_0_q8_0_avx512)
+/*
+ * Q4_0 and IQ4_NL with VBMI, eight blocks a step and four per vector: byte permutes gather the 16
+ * bytes of nibbles of four 18-byte blocks into one vector, whose low nibbles are elements 0-15 of
+ * each block and high nibbles elements 16-31; the activations are gathered to match (elements
+ * 0-15 of four blocks, then 16-31). That takes one permute for four blocks' weights instead of
+ * the unpacking of each pair, and one vpdpbusd accumulates both halves of a block into the same
+ * four lanes.
+ */
+#    define R16(b) (b), (b) + 1, (b) + 2, (b) + 3, (b) + 4, (b) + 5, (b) + 6, (b) + 7, (b) + 8, (b) + 9, (b) + 10, \
+                   (b) + 11, (b) + 12, (b) + 13, (b) + 14, (b) + 15
+/* blocks 0-3 from bytes 0-127; blocks 4-7 from bytes 64-127 and 80-143 (nothing past the eighth) */
+static const uint8_t k_q4_x03[64] = { R16(2), R16(20), R16(38), R16(56) };
+static const uint8_t k_q4_x47[64] = { R16(10), R16(28), R16(46), R16(64 + 48) };
+/* Q8_0: elements 0-15 of four 34-byte blocks from bytes 0-127, elements 16-31 from bytes 8-135 */
+static const uint8_t k_q8_lo[64] = { R16(2), R16(36), R16(70), R16(104) };
+static const uint8_t k_q8_hi[64] = { R16(10), R16(44), R16(78), R16(112) };
+#    undef R16
+
+struct quad_idx {
+    __m512i x03, x47, ylo, yhi, s03, s47;
+};
+
+QDOT_VBMI static inline struct quad_idx quad_idx_load(void) {
+    struct quad_idx q;
+    q.x03 = _mm512_loadu_si512(k_q4_x03);
+    q.x47 = _mm512_loadu_si512(k_q4_x47);
+    q.ylo = _mm512_loadu_si512(k_q8_lo);
+    q.yhi = _mm512_loadu_si512(k_q8_hi);
+    q.s03 = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
+    q.s47 = _mm512_setr_epi32(4, 4, 4, 4, 5, 5, 5, 5, 6, 6, 6, 6, 7, 7, 7, 7);
+    return q;
+}
+
+/* four blocks' weights (gathered nibbles) times their activations: 4 lanes a block; the values
+ * are the nibbles, or (lut) the codebook's plus off; off times the sums of y comes off */
+QDOT_VBMI static inline __m512i quad_dot(__m512i q, const uint8_t * yp, const struct quad_idx * ix, bool lut,
+                                         __m512i lut_u, __m512i off) {
+    const __m512i m4  = _mm512_set1_epi8(15);
+    const __m512i ylo = _mm512_permutex2var_epi8(_mm512_loadu_si512(yp), ix->ylo, _mm512_loadu_si512(yp + 64));
+    const __m512i yhi = _mm512_permutex2var_epi8(_mm512_loadu_si512(yp + 8), ix->yhi, _mm512_loadu_si512(yp + 72));
+    __m512i       lo  = _mm512_and_si512(q, m4);
+    __m512i       hi  = _mm512_and_si512(_mm512_srli_epi16(q, 4), m4);
+    if (lut) {
+        lo = _mm512_shuffle_epi8(lut_u, lo);
+        hi = _mm512_shuffle_epi8(lut_u, hi);
+    }
+    const __m512i d = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), lo, ylo), hi, yhi);
+    const __m512i c = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), off, ylo), off, yhi);
+    return _mm512_sub_epi32(d, c);
+}
+
+QDOT_VBMI static inline float quad_kernel_18(int n, const void * vx, const void * vy, bool lut, __m512i lut_u, __m512i off,
+                                             int * done) {
+    const uint8_t * restrict xp   = vx;
+    const uint8_t * restrict yp   = vy;
+    const int                nb   = n / QK8_0;
+    const struct quad_idx    ix   = quad_idx_load();
+    __m512                   acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
+    int                      i    = 0;
+    for (; i + 7 < nb; i += 8, xp += 8 * sizeof(block_q4_0), yp += 8 * sizeof(block_q8_0)) {
+        const __m512 sc = _mm512_castps256_ps512(scales8_q4_0_vbmi(xp, yp));
+        const __m512i xm = _mm512_loadu_si512(xp + 64);
+        const __m512i q0 = _mm512_permutex2var_epi8(_mm512_loadu_si512(xp), ix.x03, xm);
+        const __m512i q1 = _mm512_permutex2var_epi8(xm, ix.x47, _mm512_loadu_si512(xp + 80));
+        acc0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(quad_dot(q0, yp, &ix, lut, lut_u, off)), _mm512_permutexvar_ps(ix.s03, sc), acc0);
+        acc1 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(quad_dot(q1, yp + 4 * sizeof(block_q8_0), &ix, lut, lut_u, off)),
+                               _mm512_permutexvar_ps(ix.s47, sc), acc1);
+    }
+    *done = i;
+    return _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1));
+}
+
+QDOT_VBMI static void vec_dot_q4_0_q8_0_vbmi(GGMLX_VEC_DOT_ARGS) {
+    GGMLX_VEC_DOT_UNUSED;
+    int   i;
+    float r = quad_kernel_18(n, vx, vy, false, _mm512_setzero_si512(), _mm512_set1_epi8(8), &i);
+    if (i < n / QK8_0) {
+        float tail;
+        vec_dot_q4_0_q8_0_avx512(n - i * QK8_0, &tail, bs, (const block_q4_0 *)vx + i, bx, (const block_q8_0 *)vy + i, by, nrc);
+        r += tail;
+    }
+    *s = r;
+}
+
+QDOT_VBMI static void vec_dot_iq4_nl_q8_0_vbmi(GGMLX_VEC_DOT_ARGS) {
+    GGMLX_VEC_DOT_UNUSED;
+    int   i;
+    float r = quad_kernel_18(n, vx, vy, true, lut_offset(ggmlx_kvalues_iq4nl, 128), _mm512_set1_epi8((char)128), &i);
+    if (i < n / QK8_0) {
+        float tail;
+        vec_dot_iq4_nl_q8_0_avx512(n - i * QK8_0, &tail, bs, (const block_iq4_nl *)vx + i, bx, (const block_q8_0 *)vy + i,
+                                   by, nrc);
+        r += tail;
+    }
+    *s = r;
+}
 QDOT_VBMI QDOT_PAIRS_KERNEL(vec_dot_q8_0_q8_0_vbmi, block_q8_0, q8_0_pair, scales8_q8_0_vbmi, vec_dot_q8_0_q8_0_avx512)
-/* IQ4_NL blocks are Q4_0's size: the same scale positions */
-QDOT_VBMI QDOT_PAIRS_KERNEL(vec_dot_iq4_nl_q8_0_vbmi, block_iq4_nl, iq4_nl_pair, scales8_q4_0_vbmi, vec_dot_iq4_nl_q8_0_avx512)
 
 static const struct ggmlx_qdot_entry entries_vbmi[] = {
     { GGML_TYPE_Q4_0, NULL, vec_dot_q4_0_q8_0_vbmi },
