@@ -609,6 +609,87 @@ QDOT_VBMI static void vec_dot_iq4_nl_q8_0_vbmi(GGMLX_VEC_DOT_ARGS) {
 }
 QDOT_VBMI QDOT_PAIRS_KERNEL(vec_dot_q8_0_q8_0_vbmi, block_q8_0, q8_0_pair, scales8_q8_0_vbmi, vec_dot_q8_0_q8_0_avx512)
 
+/*
+ * The matrix-vector form of the two: four weight rows per pass over the activations, so that the
+ * activations' permutes, their offset sums and their scales are done once for four rows.
+ */
+QDOT_VBMI static inline void gemv4_18(int n, float * s, const uint8_t * x, size_t bx, const uint8_t * y, bool lut,
+                                      __m512i lut_u, __m512i off) {
+    const int             nb = n / QK8_0;
+    const struct quad_idx ix = quad_idx_load();
+    const __m512i         m4 = _mm512_set1_epi8(15);
+    __m512                acc[4] = { _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps() };
+    int                   i = 0;
+    for (; i + 7 < nb; i += 8) {
+        const uint8_t * yp   = y + (size_t)i * sizeof(block_q8_0);
+        const __m512i   ylo0 = _mm512_permutex2var_epi8(_mm512_loadu_si512(yp), ix.ylo, _mm512_loadu_si512(yp + 64));
+        const __m512i   yhi0 = _mm512_permutex2var_epi8(_mm512_loadu_si512(yp + 8), ix.yhi, _mm512_loadu_si512(yp + 72));
+        const __m512i   ylo1 = _mm512_permutex2var_epi8(_mm512_loadu_si512(yp + 136), ix.ylo, _mm512_loadu_si512(yp + 200));
+        const __m512i   yhi1 = _mm512_permutex2var_epi8(_mm512_loadu_si512(yp + 144), ix.yhi, _mm512_loadu_si512(yp + 208));
+        const __m512i   c0 = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), off, ylo0), off, yhi0);
+        const __m512i   c1 = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), off, ylo1), off, yhi1);
+        const __m256    dy = _mm256_cvtph_ps(halves8_stride34(yp));
+        for (int r = 0; r < 4; r++) {
+            const uint8_t * xp = x + (size_t)r * bx + (size_t)i * sizeof(block_q4_0);
+            const __m512    sc = _mm512_castps256_ps512(_mm256_mul_ps(_mm256_cvtph_ps(halves8_stride18(xp)), dy));
+            const __m512i   xm = _mm512_loadu_si512(xp + 64);
+            const __m512i   q0 = _mm512_permutex2var_epi8(_mm512_loadu_si512(xp), ix.x03, xm);
+            const __m512i   q1 = _mm512_permutex2var_epi8(xm, ix.x47, _mm512_loadu_si512(xp + 80));
+            __m512i lo0 = _mm512_and_si512(q0, m4), hi0 = _mm512_and_si512(_mm512_srli_epi16(q0, 4), m4);
+            __m512i lo1 = _mm512_and_si512(q1, m4), hi1 = _mm512_and_si512(_mm512_srli_epi16(q1, 4), m4);
+            if (lut) {
+                lo0 = _mm512_shuffle_epi8(lut_u, lo0);
+                hi0 = _mm512_shuffle_epi8(lut_u, hi0);
+                lo1 = _mm512_shuffle_epi8(lut_u, lo1);
+                hi1 = _mm512_shuffle_epi8(lut_u, hi1);
+            }
+            const __m512i d0 = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), lo0, ylo0), hi0, yhi0);
+            const __m512i d1 = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), lo1, ylo1), hi1, yhi1);
+            acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(d0, c0)), _mm512_permutexvar_ps(ix.s03, sc), acc[r]);
+            acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(d1, c1)), _mm512_permutexvar_ps(ix.s47, sc), acc[r]);
+        }
+    }
+    for (int r = 0; r < 4; r++) {
+        s[r] = _mm512_reduce_add_ps(acc[r]);
+    }
+    if (i < nb) {
+        for (int r = 0; r < 4; r++) {
+            float tail;
+            const void * xr = x + (size_t)r * bx + (size_t)i * sizeof(block_q4_0);
+            const void * yr = y + (size_t)i * sizeof(block_q8_0);
+            if (lut) {
+                vec_dot_iq4_nl_q8_0_avx512(n - i * QK8_0, &tail, 0, xr, 0, yr, 0, 1);
+            } else {
+                vec_dot_q4_0_q8_0_avx512(n - i * QK8_0, &tail, 0, xr, 0, yr, 0, 1);
+            }
+            s[r] += tail;
+        }
+    }
+}
+
+QDOT_VBMI static void gemv_q4_0_vbmi(int n, float * restrict s, const void * restrict vx, size_t bx, int nr,
+                                     const void * restrict vy) {
+    int r = 0;
+    for (; r + 3 < nr; r += 4) {
+        gemv4_18(n, s + r, (const uint8_t *)vx + (size_t)r * bx, bx, vy, false, _mm512_setzero_si512(), _mm512_set1_epi8(8));
+    }
+    for (; r < nr; r++) {
+        vec_dot_q4_0_q8_0_vbmi(n, s + r, 0, (const uint8_t *)vx + (size_t)r * bx, 0, vy, 0, 1);
+    }
+}
+
+QDOT_VBMI static void gemv_iq4_nl_vbmi(int n, float * restrict s, const void * restrict vx, size_t bx, int nr,
+                                       const void * restrict vy) {
+    int r = 0;
+    for (; r + 3 < nr; r += 4) {
+        gemv4_18(n, s + r, (const uint8_t *)vx + (size_t)r * bx, bx, vy, true, lut_offset(ggmlx_kvalues_iq4nl, 128),
+                 _mm512_set1_epi8((char)128));
+    }
+    for (; r < nr; r++) {
+        vec_dot_iq4_nl_q8_0_vbmi(n, s + r, 0, (const uint8_t *)vx + (size_t)r * bx, 0, vy, 0, 1);
+    }
+}
+
 static const struct ggmlx_qdot_entry entries_vbmi[] = {
     { GGML_TYPE_Q4_0, NULL, vec_dot_q4_0_q8_0_vbmi },
     { GGML_TYPE_Q8_0, NULL, vec_dot_q8_0_q8_0_vbmi },
@@ -628,7 +709,18 @@ void ggmlx_qdot_fill_avx512(ggmlx_qdot_table t) {
         ggmlx_qdot_apply(t, entries_vbmi, sizeof(entries_vbmi) / sizeof(entries_vbmi[0]));
     }
 }
+
+void ggmlx_qdot_fill_gemv_avx512(ggmlx_gemv_table g) {
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
+        __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512vbmi") && __builtin_cpu_supports("fma") &&
+        __builtin_cpu_supports("avx2")) {
+        g[GGML_TYPE_Q4_0]   = gemv_q4_0_vbmi;
+        g[GGML_TYPE_IQ4_NL] = gemv_iq4_nl_vbmi;
+    }
+}
 #else
+void ggmlx_qdot_fill_gemv_avx512(ggmlx_gemv_table g) { (void)g; }
 void ggmlx_qdot_fill_avx512_base(ggmlx_qdot_table t) { (void)t; }
 void ggmlx_qdot_fill_avx512(ggmlx_qdot_table t) { (void)t; }
 #endif
