@@ -210,6 +210,7 @@ static inline void q45_K_zmm(int n, float * s, const void * vx, const void * vy,
     const size_t                bsz = five ? sizeof(block_q5_K) : sizeof(block_q4_K);
     const __m512i               m4  = _mm512_set1_epi8(15);
     const __m512i               ix[4] = { scale_index(0, 16), scale_index(2, 16), scale_index(4, 16), scale_index(6, 16) };
+    const __m512i               nib_shift = _mm512_set_epi64(4, 4, 4, 4, 0, 0, 0, 0);
     __m512                      acc = _mm512_setzero_ps();
     __m256                      accm = _mm256_setzero_ps();
     for (int i = 0; i < nb; i++) {
@@ -227,8 +228,9 @@ static inline void q45_K_zmm(int n, float * s, const void * vx, const void * vy,
         }
         __m512i sumi = _mm512_setzero_si512();
         for (int c = 0; c < 4; c++) {
-            const __m256i q = _mm256_loadu_si256((const __m256i *)(qs + 32 * c));
-            __m512i       v = _mm512_and_si512(_mm512_inserti64x4(_mm512_castsi256_si512(q), _mm256_srli_epi16(q, 4), 1), m4);
+            /* broadcast from memory, the high half shifted by 4: the low then the high nibbles */
+            const __m512i q = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(qs + 32 * c)));
+            __m512i       v = _mm512_and_si512(_mm512_srlv_epi64(q, nib_shift), m4);
             if (five) {
                 const long long rl = (4 - 2 * c) & 63, rh = (3 - 2 * c) & 63;
                 const __m512i   r  = _mm512_set_epi64(rh, rh, rh, rh, rl, rl, rl, rl);
@@ -434,6 +436,7 @@ static void vec_dot_q6_K_q8_K_zmm(GGMLX_VEC_DOT_ARGS) {
     const __m512i               m4  = _mm512_set1_epi8(15);
     const __m512i               m3  = _mm512_set1_epi8(3);
     const __m512i               ix[4] = { scale_index(0, 8), scale_index(4, 8), scale_index(8, 8), scale_index(12, 8) };
+    const __m512i               qh_shift = _mm512_set_epi64(2, 2, 2, 2, 0, 0, 0, 0);
     float                       acc = 0.0f;
     for (int i = 0; i < nb; i++) {
         const __m256i s16  = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)x[i].scales));
@@ -441,15 +444,15 @@ static void vec_dot_q6_K_q8_K_zmm(GGMLX_VEC_DOT_ARGS) {
         __m512i       sumi = _mm512_setzero_si512();
         for (int h = 0; h < 2; h++) {
             const __m512i l  = _mm512_loadu_si512(x[i].ql + 64 * h);
-            const __m256i qh = _mm256_loadu_si256((const __m256i *)(x[i].qh + 32 * h));
-            const __m512i hh = _mm512_inserti64x4(_mm512_castsi256_si512(qh), _mm256_srli_epi16(qh, 2), 1);
+            const __m512i hh = _mm512_srlv_epi64(_mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(x[i].qh + 32 * h))),
+                                                 qh_shift);
             const __m512i a  = _mm512_or_si512(_mm512_and_si512(l, m4), _mm512_slli_epi16(_mm512_and_si512(hh, m3), 4));
             const __m512i b  = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l, 4), m4),
                                                _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(hh, 4), m3), 4));
             const __m512i pa = _mm512_maddubs_epi16(a, _mm512_loadu_si512(y[i].qs + 128 * h));
             const __m512i pb = _mm512_maddubs_epi16(b, _mm512_loadu_si512(y[i].qs + 128 * h + 64));
-            sumi = _mm512_add_epi32(sumi, _mm512_madd_epi16(pa, _mm512_permutexvar_epi16(ix[2 * h], sc16)));
-            sumi = _mm512_add_epi32(sumi, _mm512_madd_epi16(pb, _mm512_permutexvar_epi16(ix[2 * h + 1], sc16)));
+            sumi = _mm512_dpwssd_epi32(sumi, pa, _mm512_permutexvar_epi16(ix[2 * h], sc16));
+            sumi = _mm512_dpwssd_epi32(sumi, pb, _mm512_permutexvar_epi16(ix[2 * h + 1], sc16));
         }
         /* the stored quants are q + 32 */
         const int tot = _mm512_reduce_add_epi32(sumi) - 32 * QX(scale_bsums)(s16, y[i].bsums);
