@@ -693,10 +693,145 @@ QDOT_VBMI static void gemv_iq4_nl_vbmi(int n, float * restrict s, const void * r
     }
 }
 
+/*
+ * Q4_1 and Q5_1 (with Q8_1) the same way: four blocks per vector, gathered by byte permutes, and
+ * 1 to 4 weight rows per pass over the activations (1 for vec_dot, 4 for the matrix-vector
+ * kernel). Their quants are unsigned, so there is no offset to take off; the minima meet the
+ * activations' stored sums, eight blocks at a time. Q5_1's fifth bits become byte masks: bits
+ * 0-15 of each block's qh for its elements 0-15, bits 16-31 for 16-31.
+ */
+#    define R16(b) (b), (b) + 1, (b) + 2, (b) + 3, (b) + 4, (b) + 5, (b) + 6, (b) + 7, (b) + 8, (b) + 9, (b) + 10, \
+                   (b) + 11, (b) + 12, (b) + 13, (b) + 14, (b) + 15
+/* the nibbles of blocks 0-3 from bytes 0-127, of blocks 4-7 from two loads that end at the
+ * eighth block's end (a block's 16 bytes never straddle the two) */
+static const uint8_t k_q41_x03[64] = { R16(4), R16(24), R16(44), R16(64) };
+static const uint8_t k_q41_x47[64] = { R16(4), R16(24), R16(44), R16(64 + 48) }; /* bytes 80-143, 96-159 */
+static const uint8_t k_q51_x03[64] = { R16(8), R16(32), R16(56), R16(80) };
+static const uint8_t k_q51_x47[64] = { R16(40), R16(64), R16(88), R16(112) };     /* bytes 64-191 */
+/* Q8_1: elements 0-15 of four blocks from bytes 0-127, elements 16-31 from bytes 16-143 */
+static const uint8_t k_q81_y[64]   = { R16(4), R16(40), R16(76), R16(112) };
+#    undef R16
+/* d then m of blocks 0-3 (from the loads at 0 and 64) and of blocks 4-7 (from the two q47 loads) */
+static const uint8_t k_q41_dm03[64] = { 0, 1, 20, 21, 40, 41, 60, 61, 2, 3, 22, 23, 42, 43, 62, 63 };
+static const uint8_t k_q41_dm47[64] = { 0, 1, 20, 21, 40, 41, 108, 109, 2, 3, 22, 23, 42, 43, 110, 111 };
+/* Q5_1: bytes 16-31 take the fifth bits, the low halves of the four qh words then the high ones */
+static const uint8_t k_q51_dm03[64] = { 0,  1,  24, 25, 48, 49, 72, 73, 2,  3,  26, 27, 50, 51, 74, 75,
+                                        4,  5,  28, 29, 52, 53, 76, 77, 6,  7,  30, 31, 54, 55, 78, 79 };
+static const uint8_t k_q51_dm47[64] = { 32, 33, 56, 57, 80,  81,  104, 105, 34, 35, 58, 59, 82,  83,  106, 107,
+                                        36, 37, 60, 61, 84,  85,  108, 109, 38, 39, 62, 63, 86,  87,  110, 111 };
+/* Q8_1's d then s of four blocks, from its loads at 0 and 64 (and at 144 and 208) */
+static const uint8_t k_q81_ds[64]   = { 0, 1, 36, 37, 72, 73, 108, 109, 2, 3, 38, 39, 74, 75, 110, 111 };
+
+QDOT_VBMI static inline void rows_q8_1_family(int n, float * s, const uint8_t * x, size_t bx, const uint8_t * y, int R,
+                                              bool five) {
+    const size_t  xs  = five ? sizeof(block_q5_1) : sizeof(block_q4_1);
+    const size_t  a47 = five ? 64 : 80, b47 = five ? 128 : 96; /* the loads of blocks 4-7 */
+    const int     nb  = n / QK8_1;
+    const __m512i ix03 = _mm512_loadu_si512(five ? k_q51_x03 : k_q41_x03);
+    const __m512i ix47 = _mm512_loadu_si512(five ? k_q51_x47 : k_q41_x47);
+    const __m512i idm03 = _mm512_loadu_si512(five ? k_q51_dm03 : k_q41_dm03);
+    const __m512i idm47 = _mm512_loadu_si512(five ? k_q51_dm47 : k_q41_dm47);
+    const __m512i iy  = _mm512_loadu_si512(k_q81_y);
+    const __m512i ids = _mm512_loadu_si512(k_q81_ds);
+    const __m512i s03 = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
+    const __m512i s47 = _mm512_setr_epi32(4, 4, 4, 4, 5, 5, 5, 5, 6, 6, 6, 6, 7, 7, 7, 7);
+    const __m512i m4  = _mm512_set1_epi8(15);
+    const __m512i b4  = _mm512_set1_epi8(16);
+    __m512        acc[4] = { _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps() };
+    __m256        accm[4] = { _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps() };
+    int           i = 0;
+    for (; i + 7 < nb; i += 8) {
+        const uint8_t * yp  = y + (size_t)i * sizeof(block_q8_1);
+        const __m512i   y0  = _mm512_loadu_si512(yp), y1 = _mm512_loadu_si512(yp + 64);
+        const __m512i   y4  = _mm512_loadu_si512(yp + 144), y5 = _mm512_loadu_si512(yp + 208);
+        const __m512i   ylo0 = _mm512_permutex2var_epi8(y0, iy, y1);
+        const __m512i   yhi0 = _mm512_permutex2var_epi8(_mm512_loadu_si512(yp + 16), iy, _mm512_loadu_si512(yp + 80));
+        const __m512i   ylo1 = _mm512_permutex2var_epi8(y4, iy, y5);
+        const __m512i   yhi1 = _mm512_permutex2var_epi8(_mm512_loadu_si512(yp + 160), iy, _mm512_loadu_si512(yp + 224));
+        const __m128i   ds03 = _mm512_castsi512_si128(_mm512_permutex2var_epi8(y0, ids, y1));
+        const __m128i   ds47 = _mm512_castsi512_si128(_mm512_permutex2var_epi8(y4, ids, y5));
+        const __m256    dy   = _mm256_cvtph_ps(_mm_unpacklo_epi64(ds03, ds47));
+        const __m256    sy   = _mm256_cvtph_ps(_mm_unpackhi_epi64(ds03, ds47));
+        for (int r = 0; r < R; r++) {
+            const uint8_t * xp = x + (size_t)r * bx + (size_t)i * xs;
+            const __m512i   xa = _mm512_loadu_si512(xp), xb = _mm512_loadu_si512(xp + 64);
+            const __m512i   xc = _mm512_loadu_si512(xp + a47), xd = _mm512_loadu_si512(xp + b47);
+            const __m512i   p03  = _mm512_permutex2var_epi8(xa, idm03, xb);
+            const __m512i   p47  = _mm512_permutex2var_epi8(xc, idm47, xd);
+            const __m128i   dm03 = _mm512_castsi512_si128(p03), dm47 = _mm512_castsi512_si128(p47);
+            const __m512    sc   = _mm512_castps256_ps512(_mm256_mul_ps(_mm256_cvtph_ps(_mm_unpacklo_epi64(dm03, dm47)), dy));
+            accm[r] = _mm256_fmadd_ps(_mm256_cvtph_ps(_mm_unpackhi_epi64(dm03, dm47)), sy, accm[r]);
+            const __m512i q0 = _mm512_permutex2var_epi8(xa, ix03, xb);
+            const __m512i q1 = _mm512_permutex2var_epi8(xc, ix47, xd);
+            __m512i lo0 = _mm512_and_si512(q0, m4), hi0 = _mm512_and_si512(_mm512_srli_epi16(q0, 4), m4);
+            __m512i lo1 = _mm512_and_si512(q1, m4), hi1 = _mm512_and_si512(_mm512_srli_epi16(q1, 4), m4);
+            if (five) {
+                const __m128i h03 = _mm512_extracti32x4_epi32(p03, 1), h47 = _mm512_extracti32x4_epi32(p47, 1);
+                lo0 = _mm512_mask_add_epi8(lo0, _cvtu64_mask64((uint64_t)_mm_cvtsi128_si64(h03)), lo0, b4);
+                hi0 = _mm512_mask_add_epi8(hi0, _cvtu64_mask64((uint64_t)_mm_extract_epi64(h03, 1)), hi0, b4);
+                lo1 = _mm512_mask_add_epi8(lo1, _cvtu64_mask64((uint64_t)_mm_cvtsi128_si64(h47)), lo1, b4);
+                hi1 = _mm512_mask_add_epi8(hi1, _cvtu64_mask64((uint64_t)_mm_extract_epi64(h47, 1)), hi1, b4);
+            }
+            const __m512i d0 = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), lo0, ylo0), hi0, yhi0);
+            const __m512i d1 = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), lo1, ylo1), hi1, yhi1);
+            acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d0), _mm512_permutexvar_ps(s03, sc), acc[r]);
+            acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d1), _mm512_permutexvar_ps(s47, sc), acc[r]);
+        }
+    }
+    for (int r = 0; r < R; r++) {
+        s[r] = _mm512_reduce_add_ps(_mm512_add_ps(acc[r], _mm512_zextps256_ps512(accm[r])));
+        if (i < nb) {
+            float        tail;
+            const void * xr = x + (size_t)r * bx + (size_t)i * xs;
+            const void * yr = y + (size_t)i * sizeof(block_q8_1);
+            if (five) {
+                vec_dot_q5_1_q8_1_avx512(n - i * QK8_1, &tail, 0, xr, 0, yr, 0, 1);
+            } else {
+                vec_dot_q4_1_q8_1_avx512(n - i * QK8_1, &tail, 0, xr, 0, yr, 0, 1);
+            }
+            s[r] += tail;
+        }
+    }
+}
+
+QDOT_VBMI static void vec_dot_q4_1_q8_1_vbmi(GGMLX_VEC_DOT_ARGS) {
+    GGMLX_VEC_DOT_UNUSED;
+    rows_q8_1_family(n, s, vx, 0, vy, 1, false);
+}
+
+QDOT_VBMI static void vec_dot_q5_1_q8_1_vbmi(GGMLX_VEC_DOT_ARGS) {
+    GGMLX_VEC_DOT_UNUSED;
+    rows_q8_1_family(n, s, vx, 0, vy, 1, true);
+}
+
+QDOT_VBMI static void gemv_q4_1_vbmi(int n, float * restrict s, const void * restrict vx, size_t bx, int nr,
+                                     const void * restrict vy) {
+    int r = 0;
+    for (; r + 3 < nr; r += 4) {
+        rows_q8_1_family(n, s + r, (const uint8_t *)vx + (size_t)r * bx, bx, vy, 4, false);
+    }
+    for (; r < nr; r++) {
+        rows_q8_1_family(n, s + r, (const uint8_t *)vx + (size_t)r * bx, bx, vy, 1, false);
+    }
+}
+
+QDOT_VBMI static void gemv_q5_1_vbmi(int n, float * restrict s, const void * restrict vx, size_t bx, int nr,
+                                     const void * restrict vy) {
+    int r = 0;
+    for (; r + 3 < nr; r += 4) {
+        rows_q8_1_family(n, s + r, (const uint8_t *)vx + (size_t)r * bx, bx, vy, 4, true);
+    }
+    for (; r < nr; r++) {
+        rows_q8_1_family(n, s + r, (const uint8_t *)vx + (size_t)r * bx, bx, vy, 1, true);
+    }
+}
+
 static const struct ggmlx_qdot_entry entries_vbmi[] = {
     { GGML_TYPE_Q4_0, NULL, vec_dot_q4_0_q8_0_vbmi },
     { GGML_TYPE_Q8_0, NULL, vec_dot_q8_0_q8_0_vbmi },
     { GGML_TYPE_IQ4_NL, NULL, vec_dot_iq4_nl_q8_0_vbmi },
+    { GGML_TYPE_Q4_1, NULL, vec_dot_q4_1_q8_1_vbmi },
+    { GGML_TYPE_Q5_1, NULL, vec_dot_q5_1_q8_1_vbmi },
 };
 
 void ggmlx_qdot_fill_avx512_base(ggmlx_qdot_table t) {
@@ -720,6 +855,8 @@ void ggmlx_qdot_fill_gemv_avx512(ggmlx_gemv_table g) {
         __builtin_cpu_supports("avx2")) {
         g[GGML_TYPE_Q4_0]   = gemv_q4_0_vbmi;
         g[GGML_TYPE_IQ4_NL] = gemv_iq4_nl_vbmi;
+        g[GGML_TYPE_Q4_1]   = gemv_q4_1_vbmi;
+        g[GGML_TYPE_Q5_1]   = gemv_q5_1_vbmi;
     }
 }
 #else
