@@ -826,12 +826,95 @@ QDOT_VBMI static void gemv_q5_1_vbmi(int n, float * restrict s, const void * res
     }
 }
 
+/*
+ * Q5_0 (22-byte blocks) with Q8_0 the same way, 1 to 4 rows per pass: blocks 4-7 come from two
+ * overlapping loads that end at the eighth block's end; the scales and fifth bits (low then high
+ * halves of the qh words, bytes 16-31) from the same loads by one permute per four blocks.
+ */
+#    define R16(b) (b), (b) + 1, (b) + 2, (b) + 3, (b) + 4, (b) + 5, (b) + 6, (b) + 7, (b) + 8, (b) + 9, (b) + 10, \
+                   (b) + 11, (b) + 12, (b) + 13, (b) + 14, (b) + 15
+static const uint8_t k_q50_x03[64] = { R16(6), R16(28), R16(50), R16(72) };              /* bytes 0-127 */
+static const uint8_t k_q50_x47[64] = { R16(30), R16(64 + 4), R16(64 + 26), R16(64 + 48) }; /* 64-127, 112-175 */
+#    undef R16
+static const uint8_t k_q50_dh03[64] = { 0, 1, 22, 23, 44, 45, 66, 67, 0,  0,  0,  0,  0,  0,  0,  0,
+                                        2, 3, 24, 25, 46, 47, 68, 69, 4,  5,  26, 27, 48, 49, 70, 71 };
+static const uint8_t k_q50_dh47[64] = { 24, 25, 46, 47, 84, 85, 106, 107, 0,  0,  0,  0,  0,  0,  0,   0,
+                                        26, 27, 48, 49, 86, 87, 108, 109, 28, 29, 50, 51, 88, 89, 110, 111 };
+
+QDOT_VBMI static inline void rows_q5_0(int n, float * s, const uint8_t * x, size_t bx, const uint8_t * y, int R) {
+    const size_t          xs   = sizeof(block_q5_0);
+    const int             nb   = n / QK8_0;
+    const struct quad_idx ix   = quad_idx_load();
+    const __m512i         ix03 = _mm512_loadu_si512(k_q50_x03), ix47 = _mm512_loadu_si512(k_q50_x47);
+    const __m512i         id03 = _mm512_loadu_si512(k_q50_dh03), id47 = _mm512_loadu_si512(k_q50_dh47);
+    const __m512i         m4 = _mm512_set1_epi8(15), b4 = _mm512_set1_epi8(16);
+    __m512                acc[4] = { _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps() };
+    int                   i = 0;
+    for (; i + 7 < nb; i += 8) {
+        const uint8_t * yp   = y + (size_t)i * sizeof(block_q8_0);
+        const __m512i   ylo0 = _mm512_permutex2var_epi8(_mm512_loadu_si512(yp), ix.ylo, _mm512_loadu_si512(yp + 64));
+        const __m512i   yhi0 = _mm512_permutex2var_epi8(_mm512_loadu_si512(yp + 8), ix.yhi, _mm512_loadu_si512(yp + 72));
+        const __m512i   ylo1 = _mm512_permutex2var_epi8(_mm512_loadu_si512(yp + 136), ix.ylo, _mm512_loadu_si512(yp + 200));
+        const __m512i   yhi1 = _mm512_permutex2var_epi8(_mm512_loadu_si512(yp + 144), ix.yhi, _mm512_loadu_si512(yp + 208));
+        const __m512i   c0 = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), b4, ylo0), b4, yhi0);
+        const __m512i   c1 = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), b4, ylo1), b4, yhi1);
+        const __m256    dy = _mm256_cvtph_ps(halves8_stride34(yp));
+        for (int r = 0; r < R; r++) {
+            const uint8_t * xp  = x + (size_t)r * bx + (size_t)i * xs;
+            const __m512i   xa  = _mm512_loadu_si512(xp), xb = _mm512_loadu_si512(xp + 64), xc = _mm512_loadu_si512(xp + 112);
+            const __m512i   p03 = _mm512_permutex2var_epi8(xa, id03, xb);
+            const __m512i   p47 = _mm512_permutex2var_epi8(xb, id47, xc);
+            const __m256    dx  = _mm256_cvtph_ps(_mm_unpacklo_epi64(_mm512_castsi512_si128(p03), _mm512_castsi512_si128(p47)));
+            const __m512    sc  = _mm512_castps256_ps512(_mm256_mul_ps(dx, dy));
+            const __m128i   h03 = _mm512_extracti32x4_epi32(p03, 1), h47 = _mm512_extracti32x4_epi32(p47, 1);
+            const __m512i   q0  = _mm512_permutex2var_epi8(xa, ix03, xb);
+            const __m512i   q1  = _mm512_permutex2var_epi8(xb, ix47, xc);
+            __m512i lo0 = _mm512_and_si512(q0, m4), hi0 = _mm512_and_si512(_mm512_srli_epi16(q0, 4), m4);
+            __m512i lo1 = _mm512_and_si512(q1, m4), hi1 = _mm512_and_si512(_mm512_srli_epi16(q1, 4), m4);
+            lo0 = _mm512_mask_add_epi8(lo0, _cvtu64_mask64((uint64_t)_mm_cvtsi128_si64(h03)), lo0, b4);
+            hi0 = _mm512_mask_add_epi8(hi0, _cvtu64_mask64((uint64_t)_mm_extract_epi64(h03, 1)), hi0, b4);
+            lo1 = _mm512_mask_add_epi8(lo1, _cvtu64_mask64((uint64_t)_mm_cvtsi128_si64(h47)), lo1, b4);
+            hi1 = _mm512_mask_add_epi8(hi1, _cvtu64_mask64((uint64_t)_mm_extract_epi64(h47, 1)), hi1, b4);
+            const __m512i d0 = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), lo0, ylo0), hi0, yhi0);
+            const __m512i d1 = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), lo1, ylo1), hi1, yhi1);
+            acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(d0, c0)), _mm512_permutexvar_ps(ix.s03, sc), acc[r]);
+            acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(d1, c1)), _mm512_permutexvar_ps(ix.s47, sc), acc[r]);
+        }
+    }
+    for (int r = 0; r < R; r++) {
+        s[r] = _mm512_reduce_add_ps(acc[r]);
+        if (i < nb) {
+            float tail;
+            vec_dot_q5_0_q8_0_avx512(n - i * QK8_0, &tail, 0, x + (size_t)r * bx + (size_t)i * xs, 0,
+                                     y + (size_t)i * sizeof(block_q8_0), 0, 1);
+            s[r] += tail;
+        }
+    }
+}
+
+QDOT_VBMI static void vec_dot_q5_0_q8_0_vbmi(GGMLX_VEC_DOT_ARGS) {
+    GGMLX_VEC_DOT_UNUSED;
+    rows_q5_0(n, s, vx, 0, vy, 1);
+}
+
+QDOT_VBMI static void gemv_q5_0_vbmi(int n, float * restrict s, const void * restrict vx, size_t bx, int nr,
+                                     const void * restrict vy) {
+    int r = 0;
+    for (; r + 3 < nr; r += 4) {
+        rows_q5_0(n, s + r, (const uint8_t *)vx + (size_t)r * bx, bx, vy, 4);
+    }
+    for (; r < nr; r++) {
+        rows_q5_0(n, s + r, (const uint8_t *)vx + (size_t)r * bx, bx, vy, 1);
+    }
+}
+
 static const struct ggmlx_qdot_entry entries_vbmi[] = {
     { GGML_TYPE_Q4_0, NULL, vec_dot_q4_0_q8_0_vbmi },
     { GGML_TYPE_Q8_0, NULL, vec_dot_q8_0_q8_0_vbmi },
     { GGML_TYPE_IQ4_NL, NULL, vec_dot_iq4_nl_q8_0_vbmi },
     { GGML_TYPE_Q4_1, NULL, vec_dot_q4_1_q8_1_vbmi },
     { GGML_TYPE_Q5_1, NULL, vec_dot_q5_1_q8_1_vbmi },
+    { GGML_TYPE_Q5_0, NULL, vec_dot_q5_0_q8_0_vbmi },
 };
 
 void ggmlx_qdot_fill_avx512_base(ggmlx_qdot_table t) {
@@ -857,6 +940,7 @@ void ggmlx_qdot_fill_gemv_avx512(ggmlx_gemv_table g) {
         g[GGML_TYPE_IQ4_NL] = gemv_iq4_nl_vbmi;
         g[GGML_TYPE_Q4_1]   = gemv_q4_1_vbmi;
         g[GGML_TYPE_Q5_1]   = gemv_q5_1_vbmi;
+        g[GGML_TYPE_Q5_0]   = gemv_q5_0_vbmi;
     }
 }
 #else
