@@ -6,7 +6,9 @@
  * the work buffer as the weight type's vec_dot_type (the threads share that, then meet at a
  * barrier), and each output is one vec_dot of a weight row with a converted row.
  *  - One row of b (token generation): a's rows are split into one contiguous range per thread,
- *    so the weights stream from memory once, each row met by the single vector.
+ *    so the weights stream from memory once, each row met by the single vector; a type with a
+ *    matrix-vector kernel (ggmlx_qdot_gemv) takes the range in one call, which meets several
+ *    weight rows per pass over the vector instead of rearranging the vector for each row.
  *  - Several rows, with a batched kernel for the type (ggmlx_qgemm, src/cpu/quant/qgemm.h): each
  *    thread takes whole blocks of weight rows (multiples of its 16-row panels) against all the
  *    activation rows (up to MQ_GEMM_M) in one call; the kernel unpacks one 16-row panel at a time
