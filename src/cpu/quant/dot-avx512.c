@@ -1,7 +1,9 @@
 /*
  * dot-avx512.c -- the x86 kernels of dot-x86.h compiled for AVX-512 (F, BW, VL, VNNI), whose
- * vpdpbusd does each byte dot product in one instruction, and 512-bit kernels of the four types
- * that matter most. Chosen at run time only where the CPU has these (quant-traits-cpu.c).
+ * vpdpbusd does each byte dot product in one instruction; 512-bit kernels of the legacy, K-quant,
+ * IQ4 and FP4 types; with VBMI, kernels that gather four blocks per vector by byte permutes, and
+ * the matrix-vector kernels (several weight rows per pass over the activations). Chosen at run
+ * time only where the CPU has these (quant-traits-cpu.c).
  */
 #include "qdot.h"
 
@@ -25,10 +27,10 @@
 #    include "dot-iq-x86.h"
 
 /*
- * Q4_0, Q8_0, Q4_K and Q6_K (the types matrix-vector products lean on most) on 512-bit vectors,
- * so that each instruction does twice the work of the shared 256-bit kernels. Q4_0 and Q8_0 put
- * two blocks in a vector and do eight per iteration; for Q4_0 the sum of products of the unsigned
- * nibbles and y, less 8 times the sum of y (a second vpdpbusd), is the signed sum.
+ * The 32-element formats on 512-bit vectors, so that each instruction does twice the work of the
+ * shared 256-bit kernels: two blocks in a vector, eight per iteration; for Q4_0 the sum of
+ * products of the unsigned nibbles and y, less 8 times the sum of y (a second vpdpbusd), is the
+ * signed sum (Q5_0 and the codebook formats likewise, with their own offsets).
  */
 /*
  * The products of the block scales, eight blocks at a time: their halves gathered into one
@@ -486,7 +488,7 @@ static const struct ggmlx_qdot_entry entries_zmm[] = {
 
 /*
  * With AVX-512 VBMI (most AVX-512 CPUs but the first ones), byte permutes pick the eight blocks'
- * scales out of whole-vector loads instead of eight word inserts each: about 10% more for Q4_0.
+ * scales (and below, their quants) out of whole-vector loads instead of inserts and unpacking.
  * Targeted on their own, outside the region above, and installed only where the CPU has VBMI.
  */
 #    define QDOT_VBMI __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni,avx512vbmi")))
