@@ -490,6 +490,10 @@ static void check_type_edges(enum ggmlx_qdot_isa isa) {
         check_dot(qt, isa, (struct dot_case){ 3, 0.05f, 0x00, 2 }, 7200 + t); /* every quant bit clear, y = -127 */
         check_dot(qt, isa, (struct dot_case){ 3, 0.05f, 0xff, 2 }, 7300 + t);
         check_dot(qt, isa, (struct dot_case){ 17, 8.0f, -1, 1 }, 7400 + t);  /* large scales */
+        /* the same extremes through the SIMD kernels' main loops (eight blocks and more a step) */
+        check_dot(qt, isa, (struct dot_case){ 17, 0.05f, 0xff, 1 }, 7500 + t);
+        check_dot(qt, isa, (struct dot_case){ 17, 0.05f, 0x00, 2 }, 7600 + t);
+        check_dot(qt, isa, (struct dot_case){ 17, 0.0f, -1, 0 }, 7700 + t);
     }
 }
 
