@@ -910,6 +910,84 @@ QDOT_VBMI static void gemv_q5_0_vbmi(int n, float * restrict s, const void * res
     }
 }
 
+/*
+ * MXFP4 (17-byte blocks) the same way, 1 to 4 rows per pass: the codebook values + 16 by nibble,
+ * 16 times the sums of y taken off, and the eight E8M0 exponents gathered by one more permute.
+ */
+#    define R16(b) (b), (b) + 1, (b) + 2, (b) + 3, (b) + 4, (b) + 5, (b) + 6, (b) + 7, (b) + 8, (b) + 9, (b) + 10, \
+                   (b) + 11, (b) + 12, (b) + 13, (b) + 14, (b) + 15
+static const uint8_t k_mx_x03[64] = { R16(1), R16(18), R16(35), R16(52) };               /* bytes 0-127 */
+static const uint8_t k_mx_x47[64] = { R16(5), R16(22), R16(39), R16(64 + 48) };          /* 64-127, 72-135 */
+#    undef R16
+static const uint8_t k_mx_e[64] = { 0, 17, 34, 51, 64 + 4, 64 + 21, 64 + 38, 64 + 55 };  /* bytes 0-127 */
+
+QDOT_VBMI static inline void rows_mxfp4(int n, float * s, const uint8_t * x, size_t bx, const uint8_t * y, int R) {
+    const size_t          xs   = sizeof(block_mxfp4);
+    const int             nb   = n / QK_MXFP4;
+    const struct quad_idx ix   = quad_idx_load();
+    const __m512i         ix03 = _mm512_loadu_si512(k_mx_x03), ix47 = _mm512_loadu_si512(k_mx_x47);
+    const __m512i         ie   = _mm512_loadu_si512(k_mx_e);
+    const __m512i         lut  = lut_offset(ggmlx_kvalues_fp4, 16);
+    const __m512i         m4 = _mm512_set1_epi8(15), off = _mm512_set1_epi8(16);
+    __m512                acc[4] = { _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps() };
+    int                   i = 0;
+    for (; i + 7 < nb; i += 8) {
+        const uint8_t * yp   = y + (size_t)i * sizeof(block_q8_0);
+        const __m512i   ylo0 = _mm512_permutex2var_epi8(_mm512_loadu_si512(yp), ix.ylo, _mm512_loadu_si512(yp + 64));
+        const __m512i   yhi0 = _mm512_permutex2var_epi8(_mm512_loadu_si512(yp + 8), ix.yhi, _mm512_loadu_si512(yp + 72));
+        const __m512i   ylo1 = _mm512_permutex2var_epi8(_mm512_loadu_si512(yp + 136), ix.ylo, _mm512_loadu_si512(yp + 200));
+        const __m512i   yhi1 = _mm512_permutex2var_epi8(_mm512_loadu_si512(yp + 144), ix.yhi, _mm512_loadu_si512(yp + 208));
+        const __m512i   c0 = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), off, ylo0), off, yhi0);
+        const __m512i   c1 = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), off, ylo1), off, yhi1);
+        const __m256    dy = _mm256_cvtph_ps(halves8_stride34(yp));
+        for (int r = 0; r < R; r++) {
+            const uint8_t * xp = x + (size_t)r * bx + (size_t)i * xs;
+            const __m512i   xa = _mm512_loadu_si512(xp), xb = _mm512_loadu_si512(xp + 64), xc = _mm512_loadu_si512(xp + 72);
+            /* 2^(e - 128): from the bits (e - 1) << 23, or a subnormal below e = 2 */
+            const __m256i e     = _mm256_cvtepu8_epi32(_mm512_castsi512_si128(_mm512_permutex2var_epi8(xa, ie, xb)));
+            const __m256i big   = _mm256_slli_epi32(_mm256_sub_epi32(e, _mm256_set1_epi32(1)), 23);
+            const __m256i small = _mm256_sllv_epi32(_mm256_set1_epi32(0x00200000), e);
+            const __m256i bits  = _mm256_blendv_epi8(big, small, _mm256_cmpgt_epi32(_mm256_set1_epi32(2), e));
+            const __m512  sc    = _mm512_castps256_ps512(_mm256_mul_ps(_mm256_castsi256_ps(bits), dy));
+            const __m512i q0    = _mm512_permutex2var_epi8(xa, ix03, xb);
+            const __m512i q1    = _mm512_permutex2var_epi8(xb, ix47, xc);
+            const __m512i lo0 = _mm512_shuffle_epi8(lut, _mm512_and_si512(q0, m4));
+            const __m512i hi0 = _mm512_shuffle_epi8(lut, _mm512_and_si512(_mm512_srli_epi16(q0, 4), m4));
+            const __m512i lo1 = _mm512_shuffle_epi8(lut, _mm512_and_si512(q1, m4));
+            const __m512i hi1 = _mm512_shuffle_epi8(lut, _mm512_and_si512(_mm512_srli_epi16(q1, 4), m4));
+            const __m512i d0 = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), lo0, ylo0), hi0, yhi0);
+            const __m512i d1 = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), lo1, ylo1), hi1, yhi1);
+            acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(d0, c0)), _mm512_permutexvar_ps(ix.s03, sc), acc[r]);
+            acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(d1, c1)), _mm512_permutexvar_ps(ix.s47, sc), acc[r]);
+        }
+    }
+    for (int r = 0; r < R; r++) {
+        s[r] = _mm512_reduce_add_ps(acc[r]);
+        if (i < nb) {
+            float tail;
+            vec_dot_mxfp4_q8_0_avx512(n - i * QK_MXFP4, &tail, 0, x + (size_t)r * bx + (size_t)i * xs, 0,
+                                      y + (size_t)i * sizeof(block_q8_0), 0, 1);
+            s[r] += tail;
+        }
+    }
+}
+
+QDOT_VBMI static void vec_dot_mxfp4_q8_0_vbmi(GGMLX_VEC_DOT_ARGS) {
+    GGMLX_VEC_DOT_UNUSED;
+    rows_mxfp4(n, s, vx, 0, vy, 1);
+}
+
+QDOT_VBMI static void gemv_mxfp4_vbmi(int n, float * restrict s, const void * restrict vx, size_t bx, int nr,
+                                      const void * restrict vy) {
+    int r = 0;
+    for (; r + 3 < nr; r += 4) {
+        rows_mxfp4(n, s + r, (const uint8_t *)vx + (size_t)r * bx, bx, vy, 4);
+    }
+    for (; r < nr; r++) {
+        rows_mxfp4(n, s + r, (const uint8_t *)vx + (size_t)r * bx, bx, vy, 1);
+    }
+}
+
 static const struct ggmlx_qdot_entry entries_vbmi[] = {
     { GGML_TYPE_Q4_0, NULL, vec_dot_q4_0_q8_0_vbmi },
     { GGML_TYPE_Q8_0, NULL, vec_dot_q8_0_q8_0_vbmi },
@@ -917,6 +995,7 @@ static const struct ggmlx_qdot_entry entries_vbmi[] = {
     { GGML_TYPE_Q4_1, NULL, vec_dot_q4_1_q8_1_vbmi },
     { GGML_TYPE_Q5_1, NULL, vec_dot_q5_1_q8_1_vbmi },
     { GGML_TYPE_Q5_0, NULL, vec_dot_q5_0_q8_0_vbmi },
+    { GGML_TYPE_MXFP4, NULL, vec_dot_mxfp4_q8_0_vbmi },
 };
 
 void ggmlx_qdot_fill_avx512_base(ggmlx_qdot_table t) {
@@ -943,6 +1022,7 @@ void ggmlx_qdot_fill_gemv_avx512(ggmlx_gemv_table g) {
         g[GGML_TYPE_Q4_1]   = gemv_q4_1_vbmi;
         g[GGML_TYPE_Q5_1]   = gemv_q5_1_vbmi;
         g[GGML_TYPE_Q5_0]   = gemv_q5_0_vbmi;
+        g[GGML_TYPE_MXFP4]  = gemv_mxfp4_vbmi;
     }
 }
 #else
