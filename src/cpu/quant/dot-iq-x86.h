@@ -2,8 +2,8 @@
  * dot-iq-x86.h -- the codebook (IQ) formats' dot products on 256-bit vectors, compiled with
  * dot-x86.h (after it: it uses that file's helpers) for each x86 variant. A 32-element group is
  * four 8-value grid entries side by side; sign bits negate the activations instead of the grid
- * values, so the grid stays unsigned (or, for IQ1, goes through the |w| / sign(y) product), and
- * each group's integer sum is scaled by its 16-bit sub-block scale in the multiply-add.
+ * values, so the grid stays unsigned, and each group's integer sum is scaled by its 16-bit
+ * sub-block scale in the multiply-add. (IQ1_S and IQ1_M are in dot-lowbit-x86.h.)
  */
 
 /* the four 8-byte grid entries of a 32-element group, first entry in the low bytes */
@@ -152,72 +152,8 @@ static void QX(vec_dot_iq3_s_q8_K)(GGMLX_VEC_DOT_ARGS) {
     *s = acc;
 }
 
-/* IQ1: signed grid values (-1, 0, 1) times y, scaled */
-static inline __m256i QX(dot_signed_scaled)(__m256i acc, __m256i w, __m256i y, __m256i sc16) {
-    return QX(dot_scaled)(acc, _mm256_abs_epi8(w), _mm256_sign_epi8(y, w), sc16);
-}
-
-static void QX(vec_dot_iq1_s_q8_K)(GGMLX_VEC_DOT_ARGS) {
-    GGMLX_VEC_DOT_UNUSED;
-    const block_iq1_s * restrict x   = vx;
-    const block_q8_K * restrict  y   = vy;
-    const int                    nb  = n / QK_K;
-    float                        acc = 0.0f;
-    for (int i = 0; i < nb; i++) {
-        __m256i sumi = _mm256_setzero_si256();
-        int     sumd = 0;
-        for (int g = 0; g < QK_K / 32; g++) {
-            const uint8_t * q  = x[i].qs + 4 * g;
-            const int       qh = x[i].qh[g];
-            const __m256i   w  = QX(grid4)(ggmlx_iq1s_grid[q[0] | ((qh << 8) & 0x700)], ggmlx_iq1s_grid[q[1] | ((qh << 5) & 0x700)],
-                                           ggmlx_iq1s_grid[q[2] | ((qh << 2) & 0x700)], ggmlx_iq1s_grid[q[3] | ((qh >> 1) & 0x700)]);
-            const int       ls = 2 * ((qh >> 12) & 7) + 1;
-            const int       ys = y[i].bsums[2 * g] + y[i].bsums[2 * g + 1];
-            sumi = QX(dot_signed_scaled)(sumi, w, _mm256_loadu_si256((const __m256i *)(y[i].qs + 32 * g)), _mm256_set1_epi16((short)ls));
-            sumd += ls * ((qh & 0x8000) ? -ys : ys);
-        }
-        acc += QX(h2f)(x[i].d) * y[i].d * ((float)QX(hsum_epi32)(sumi) + 0.125f * (float)sumd);
-    }
-    *s = acc;
-}
-
-static void QX(vec_dot_iq1_m_q8_K)(GGMLX_VEC_DOT_ARGS) {
-    GGMLX_VEC_DOT_UNUSED;
-    const block_iq1_m * restrict x   = vx;
-    const block_q8_K * restrict  y   = vy;
-    const int                    nb  = n / QK_K;
-    float                        acc = 0.0f;
-    for (int i = 0; i < nb; i++) {
-        uint16_t sc[4];
-        memcpy(sc, x[i].scales, sizeof(sc));
-        const uint16_t dbits = (uint16_t)((sc[0] >> 12) | ((sc[1] >> 8) & 0x00f0) | ((sc[2] >> 4) & 0x0f00) | (sc[3] & 0xf000));
-        __m256i        sumi  = _mm256_setzero_si256();
-        __m256i        sumd  = _mm256_setzero_si256();
-        for (int g = 0; g < QK_K / 32; g++) {
-            const uint8_t * q  = x[i].qs + 4 * g;
-            const int       h0 = x[i].qh[2 * g], h1 = x[i].qh[2 * g + 1];
-            const __m256i   w  = QX(grid4)(ggmlx_iq1s_grid[q[0] | ((h0 << 8) & 0x700)], ggmlx_iq1s_grid[q[1] | ((h0 << 4) & 0x700)],
-                                           ggmlx_iq1s_grid[q[2] | ((h1 << 8) & 0x700)], ggmlx_iq1s_grid[q[3] | ((h1 << 4) & 0x700)]);
-            /* each 8-value entry's delta sign (bit 3 of its nibble of qh) as +-1 bytes */
-            const __m256i   dv = QX(grid4)((h0 & 0x08) ? 0xffffffffffffffffull : 0x0101010101010101ull,
-                                           (h0 & 0x80) ? 0xffffffffffffffffull : 0x0101010101010101ull,
-                                           (h1 & 0x08) ? 0xffffffffffffffffull : 0x0101010101010101ull,
-                                           (h1 & 0x80) ? 0xffffffffffffffffull : 0x0101010101010101ull);
-            const int       s3 = sc[g / 2] >> (6 * (g % 2));
-            const __m256i   ls = _mm256_set_m128i(_mm_set1_epi16((short)(2 * ((s3 >> 3) & 7) + 1)),
-                                                  _mm_set1_epi16((short)(2 * (s3 & 7) + 1)));
-            const __m256i   yv = _mm256_loadu_si256((const __m256i *)(y[i].qs + 32 * g));
-            sumi = QX(dot_signed_scaled)(sumi, w, yv, ls);
-            sumd = QX(dot_signed_scaled)(sumd, dv, yv, ls);
-        }
-        acc += QX(h2f)(dbits) * y[i].d * ((float)QX(hsum_epi32)(sumi) + 0.125f * (float)QX(hsum_epi32)(sumd));
-    }
-    *s = acc;
-}
-
 static const struct ggmlx_qdot_entry QX(iq_entries)[] = {
     { GGML_TYPE_IQ2_XXS, NULL, QX(vec_dot_iq2_xxs_q8_K) }, { GGML_TYPE_IQ2_XS, NULL, QX(vec_dot_iq2_xs_q8_K) },
     { GGML_TYPE_IQ2_S, NULL, QX(vec_dot_iq2_s_q8_K) },     { GGML_TYPE_IQ3_XXS, NULL, QX(vec_dot_iq3_xxs_q8_K) },
-    { GGML_TYPE_IQ3_S, NULL, QX(vec_dot_iq3_s_q8_K) },     { GGML_TYPE_IQ1_S, NULL, QX(vec_dot_iq1_s_q8_K) },
-    { GGML_TYPE_IQ1_M, NULL, QX(vec_dot_iq1_m_q8_K) },
+    { GGML_TYPE_IQ3_S, NULL, QX(vec_dot_iq3_s_q8_K) },
 };
