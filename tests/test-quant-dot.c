@@ -490,6 +490,10 @@ static void check_type_edges(enum ggmlx_qdot_isa isa) {
         check_dot(qt, isa, (struct dot_case){ 3, 0.05f, 0x00, 2 }, 7200 + t); /* every quant bit clear, y = -127 */
         check_dot(qt, isa, (struct dot_case){ 3, 0.05f, 0xff, 2 }, 7300 + t);
         check_dot(qt, isa, (struct dot_case){ 17, 8.0f, -1, 1 }, 7400 + t);  /* large scales */
+        /* the same extremes through the SIMD kernels' main loops (eight blocks and more a step) */
+        check_dot(qt, isa, (struct dot_case){ 17, 0.05f, 0xff, 1 }, 7500 + t);
+        check_dot(qt, isa, (struct dot_case){ 17, 0.05f, 0x00, 2 }, 7600 + t);
+        check_dot(qt, isa, (struct dot_case){ 17, 0.0f, -1, 0 }, 7700 + t);
     }
 }
 
@@ -513,6 +517,93 @@ Test(quant_dot, avx512_without_vbmi_matches_double_reference) {
         }
         check_dot_with(&k_types[k], &t[k_types[k].type], "avx512-base", (struct dot_case){ 17, 8.0f, 0xff, 2 }, 950 + k);
     }
+}
+
+/*
+ * The matrix-vector kernels: nr rows (bx bytes apart, with a gap after each row) against one
+ * activation row; each result against the double reference of its row, and as close to what the
+ * same variant's vec_dot gives as the summation order allows.
+ */
+static void check_gemv(const struct qtype * qt, enum ggmlx_qdot_isa isa, int nb, int nr, uint64_t salt) {
+    const ggmlx_gemv_t gemv = ggmlx_qdot_gemv_isa(qt->type, isa);
+    if (gemv == NULL) {
+        return;
+    }
+    const struct ggml_type_traits_cpu * tc = ggmlx_type_traits_cpu_isa(qt->type, isa);
+    const enum ggml_type vt   = tc->vec_dot_type;
+    const int64_t        blck = ggml_blck_size(qt->type);
+    const size_t         bsz  = ggml_type_size(qt->type);
+    const size_t         bx   = bsz * (size_t)nb + 40;
+    const int            n    = (int)(nb * blck);
+    struct tu_rng        r    = tu_rng_new(salt);
+    uint8_t * x  = malloc(bx * (size_t)nr);
+    void *    y  = malloc(ggml_row_size(vt, n));
+    float *   f  = malloc(sizeof(float) * (size_t)n);
+    float *   s  = malloc(sizeof(float) * (size_t)(nr + 1));
+    double *  xv = malloc(sizeof(double) * (size_t)blck);
+    double *  xm = malloc(sizeof(double) * (size_t)blck);
+    double *  yv = malloc(sizeof(double) * (size_t)n);
+    cr_assert(x && y && f && s && xv && xm && yv);
+    for (size_t k = 0; k < bx * (size_t)nr; k++) {
+        x[k] = (uint8_t)tu_next(&r);
+    }
+    for (int row = 0; row < nr; row++) {
+        for (int b = 0; b < nb; b++) {
+            set_scales(qt, x + bx * (size_t)row + bsz * (size_t)b, &r, 0.05f);
+        }
+    }
+    random_floats(&r, f, n);
+    ggmlx_type_traits_cpu_isa(vt, GGMLX_QDOT_PORTABLE)->from_float(f, y, n);
+    deq_act(vt, y, n, yv);
+    s[nr] = 12345.0f; /* must stay: the kernel writes nr results */
+    gemv(n, s, x, bx, nr, y);
+    cr_expect(s[nr] == 12345.0f, "%s/%s gemv wrote past its %d rows", ggml_type_name(qt->type), ggmlx_qdot_isa_name(isa), nr);
+    for (int row = 0; row < nr; row++) {
+        const uint8_t * xr  = x + bx * (size_t)row;
+        double          ref = 0.0, mag = 0.0;
+        for (int b = 0; b < nb; b++) {
+            qt->deq(xr + bsz * (size_t)b, xv, xm);
+            for (int j = 0; j < blck; j++) {
+                ref += xv[j] * yv[b * blck + j];
+                mag += xm[j] * fabs(yv[b * blck + j]);
+            }
+        }
+        float one = NAN;
+        tc->vec_dot(n, &one, 0, xr, 0, y, 0, 1);
+        cr_expect(fabs((double)s[row] - ref) <= 4e-5 * mag, "%s/%s gemv nb=%d nr=%d row %d: got %.9g, reference %.9g",
+                  ggml_type_name(qt->type), ggmlx_qdot_isa_name(isa), nb, nr, row, (double)s[row], ref);
+        cr_expect(fabs((double)s[row] - (double)one) <= 4e-5 * mag, "%s/%s gemv row %d: %.9g, vec_dot %.9g",
+                  ggml_type_name(qt->type), ggmlx_qdot_isa_name(isa), row, (double)s[row], (double)one);
+    }
+    free(x), free(y), free(f), free(s), free(xv), free(xm), free(yv);
+}
+
+Test(quant_dot, gemv_matches_reference_and_vec_dot) {
+    const int nbs[] = { 1, 8, 17 };
+    const int nrs[] = { 1, 4, 7, 9 };
+    int       found = 0;
+    for (enum ggmlx_qdot_isa isa = GGMLX_QDOT_PORTABLE; isa <= ggmlx_qdot_isa_best(); isa++) {
+        for (int t = 0; t < N_TYPES; t++) {
+            found += ggmlx_qdot_gemv_isa(k_types[t].type, isa) != NULL;
+            for (int a = 0; a < 3; a++) {
+                for (int b = 0; b < 4; b++) {
+                    check_gemv(&k_types[t], isa, nbs[a], nrs[b], (uint64_t)(5000 + 100 * t + 10 * a + b));
+                }
+            }
+        }
+    }
+    if (found == 0) {
+        cr_log_warn("no matrix-vector kernel on this CPU: nothing to test");
+    }
+}
+
+/* no variant below AVX-512 has one, so the forced variants fall back to vec_dot per row */
+Test(quant_dot, gemv_absent_below_avx512) {
+    for (int t = 0; t < GGML_TYPE_COUNT; t++) {
+        cr_expect_null((void *)ggmlx_qdot_gemv_isa((enum ggml_type)t, GGMLX_QDOT_PORTABLE));
+        cr_expect_null((void *)ggmlx_qdot_gemv_isa((enum ggml_type)t, GGMLX_QDOT_AVX2));
+    }
+    cr_expect_null((void *)ggmlx_qdot_gemv_isa(GGML_TYPE_COUNT, GGMLX_QDOT_AVX512));
 }
 
 Test(quant_dot, portable_edge_blocks) { check_type_edges(GGMLX_QDOT_PORTABLE); }

@@ -6,7 +6,9 @@
  * the work buffer as the weight type's vec_dot_type (the threads share that, then meet at a
  * barrier), and each output is one vec_dot of a weight row with a converted row.
  *  - One row of b (token generation): a's rows are split into one contiguous range per thread,
- *    so the weights stream from memory once, each row met by the single vector.
+ *    so the weights stream from memory once, each row met by the single vector; a type with a
+ *    matrix-vector kernel (ggmlx_qdot_gemv) takes the range in one call, which meets several
+ *    weight rows per pass over the vector instead of rearranging the vector for each row.
  *  - Several rows, with a batched kernel for the type (ggmlx_qgemm, src/cpu/quant/qgemm.h): each
  *    thread takes whole blocks of weight rows (multiples of its 16-row panels) against all the
  *    activation rows (up to MQ_GEMM_M) in one call; the kernel unpacks one 16-row panel at a time
@@ -20,6 +22,7 @@
  */
 #include "cpu-ops.h"
 #include "ggml-cpu.h"
+#include "quant/qdot.h"
 #include "quant/qgemm.h"
 
 #include <limits.h>
@@ -44,6 +47,7 @@ struct mq_plan {
     size_t  per_thread; /* one gathered F32 row (strided activations), aligned */
     int64_t n_chunk, m_chunk, n_chunks, m_chunks, units;
     bool    gemm; /* the batched kernel takes this type (asked with an empty product, which touches nothing) */
+    ggmlx_gemv_t gemv; /* several weight rows with one activation row, where the type has it */
 };
 
 /*
@@ -83,6 +87,7 @@ static void mq_make_plan(const struct ggml_tensor * dst, int nth, struct mq_plan
     memset(p, 0, sizeof *p);
     p->tr    = ggml_get_type_traits_cpu(a->type);
     p->quant = ggml_get_type_traits_cpu(p->tr->vec_dot_type)->from_float;
+    p->gemv  = ggmlx_qdot_gemv(a->type);
     p->K     = a->ne[0];
     p->N     = a->ne[1];
     p->M     = b->ne[1];
@@ -199,6 +204,13 @@ static void mq_tile(const struct mq_ctx * c, int64_t i12, int64_t i13, int64_t n
         return;
     }
     const int K = (int) p->K;
+    if (p->gemv != NULL && n1 - n0 <= INT_MAX) {
+        /* dst's rows are contiguous in n (dst->nb[0] is a float's size) */
+        for (int64_t m = 0; m < m1 - m0; m++) {
+            p->gemv(K, (float *) ((char *) out + m * d->nb[1]), arow, a->nb[1], (int) (n1 - n0), brow + (size_t) m * p->row_q);
+        }
+        return;
+    }
     for (int64_t n = 0; n < n1 - n0; n++) {
         const char * x = arow + n * a->nb[1];
         for (int64_t m = 0; m < m1 - m0; m++) {

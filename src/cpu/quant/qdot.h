@@ -36,6 +36,21 @@ enum ggmlx_qdot_isa ggmlx_qdot_isa_active(void);
 enum ggmlx_qdot_isa ggmlx_qdot_isa_best(void);
 const char *        ggmlx_qdot_isa_name(enum ggmlx_qdot_isa isa);
 
+/*
+ * Matrix-vector kernels: s[r] = the dot product of weight row r (rows bx bytes apart) with the one
+ * converted activation row vy, for r < nr: what nr calls of the type's vec_dot give, but several
+ * rows meet each load and rearrangement of the activations. NULL for a type without one (the
+ * caller then calls vec_dot per row).
+ */
+typedef void (*ggmlx_gemv_t)(int n, float * restrict s, const void * restrict vx, size_t bx, int nr,
+                             const void * restrict vy);
+
+ggmlx_gemv_t ggmlx_qdot_gemv_isa(enum ggml_type type, enum ggmlx_qdot_isa isa);
+ggmlx_gemv_t ggmlx_qdot_gemv(enum ggml_type type); /* the active variant's */
+
+typedef ggmlx_gemv_t ggmlx_gemv_table[GGML_TYPE_COUNT];
+void ggmlx_qdot_fill_gemv_avx512(ggmlx_gemv_table g); /* no-op where the CPU or compiler lacks it */
+
 /* ---- filling the tables (each variant's file) ---------------------------------------------- */
 
 typedef struct ggml_type_traits_cpu ggmlx_qdot_table[GGML_TYPE_COUNT];

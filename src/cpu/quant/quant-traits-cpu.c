@@ -16,6 +16,7 @@
 
 
 static ggmlx_qdot_table qdot_tables[GGMLX_QDOT_ISA_COUNT];
+static ggmlx_gemv_table qdot_gemv[GGMLX_QDOT_ISA_COUNT]; /* NULL but where a variant has one */
 static pthread_once_t   qdot_once = PTHREAD_ONCE_INIT;
 
 /* which activation type each weight type's dot takes (formats.md §2) */
@@ -111,6 +112,7 @@ static void qdot_build(void) {
     ggmlx_qdot_fill_avx2(qdot_tables[GGMLX_QDOT_AVX2]);
     memcpy(qdot_tables[GGMLX_QDOT_AVX512], qdot_tables[GGMLX_QDOT_AVX2], sizeof(ggmlx_qdot_table));
     ggmlx_qdot_fill_avx512(qdot_tables[GGMLX_QDOT_AVX512]);
+    ggmlx_qdot_fill_gemv_avx512(qdot_gemv[GGMLX_QDOT_AVX512]);
 }
 
 enum ggmlx_qdot_isa ggmlx_qdot_isa_best(void) {
@@ -168,3 +170,14 @@ const struct ggml_type_traits_cpu * ggml_get_type_traits_cpu(enum ggml_type type
     }
     return ggmlx_type_traits_cpu_isa(type, ggmlx_qdot_isa_active());
 }
+
+ggmlx_gemv_t ggmlx_qdot_gemv_isa(enum ggml_type type, enum ggmlx_qdot_isa isa) {
+    if ((int)type < 0 || (int)type >= GGML_TYPE_COUNT || (int)isa < 0 || isa >= GGMLX_QDOT_ISA_COUNT) {
+        return NULL;
+    }
+    const enum ggmlx_qdot_isa best = ggmlx_qdot_isa_best();
+    pthread_once(&qdot_once, qdot_build);
+    return qdot_gemv[isa <= best ? isa : best][type];
+}
+
+ggmlx_gemv_t ggmlx_qdot_gemv(enum ggml_type type) { return ggmlx_qdot_gemv_isa(type, ggmlx_qdot_isa_active()); }
