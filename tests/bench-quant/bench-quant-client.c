@@ -16,13 +16,14 @@
  * ggml_quantize_chunk and to_float on 64 x 4096 Gaussian and Student-t(3) values, with an
  * importance matrix (the column means of x^2) for the types that cannot go without one; --dump
  * writes the quantized bytes to DIR/TYPE.DATA.bin.
- * "mem_read": a streaming read (mem-read.h) of a buffer as large as the Q8_0 weight and at least
- * 256 MiB (8x the 32 MiB L3 of the Zen 5 VM), the bandwidth a GEMV can hope for; the median and
- * the best of 4 x `runs` reads.
+ * "mem_read": the fastest streaming read this program knows (mem-read.h), the median and the best
+ * of 4 x `runs` reads, of a buffer as large as the Q8_0 weight (the ceiling for that product:
+ * repeated products, like repeated reads, find part of it still in the last-level cache) and of
+ * 512 MiB (16x the 32 MiB L3 of the Zen 5 VM: the memory's own bandwidth).
  *
  * One result a line, for the script to parse:
  *   mv TYPE GBPS | mm TYPE GFLOPS | rt TYPE DATA RELRMS BYTES_HASH
- *   | mem_read THREADS MEDIAN_GBPS BEST_GBPS LOADS
+ *   | mem_read THREADS MEDIAN_GBPS BEST_GBPS LOADS MIB
  *   | TYPE n/a REASON
  */
 #include "ggml.h"
@@ -396,7 +397,8 @@ static int bench_mem_read(size_t bytes, int threads, int runs) {
         fprintf(stderr, "bench-quant-client: mem_read failed\n");
         return 1;
     }
-    printf("mem_read %d %.3f %.3f %s\n", threads, st.median_gbps, st.best_gbps, st.isa);
+    printf("mem_read %d %.3f %.3f %s %.0f\n", threads, st.median_gbps, st.best_gbps, st.isa,
+           (double) bytes / (1024.0 * 1024.0));
     return 0;
 }
 
@@ -441,13 +443,8 @@ int main(int argc, char ** argv) {
             return 1;
         }
     }
-    /* as large as the Q8_0 weight and never within reach of the last-level cache (read as it is
-     * streamed, a buffer twice the L3 still half hits it on the Zen 5 VM) */
-    size_t mem_bytes = (size_t) o.rows * ggml_row_size(GGML_TYPE_Q8_0, K);
-    if (mem_bytes < ((size_t) 256 << 20)) {
-        mem_bytes = (size_t) 256 << 20;
-    }
-    if (o.mem_read && bench_mem_read(mem_bytes, o.threads, 4 * o.runs)) {
+    if (o.mem_read && (bench_mem_read((size_t) o.rows * ggml_row_size(GGML_TYPE_Q8_0, K), o.threads, 4 * o.runs) ||
+                       bench_mem_read((size_t) 512 << 20, o.threads, 4 * o.runs))) {
         return 1;
     }
     if (o.rt) {
