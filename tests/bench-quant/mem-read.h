@@ -7,7 +7,7 @@
  * The fastest read found on the Zen 5 VM: the widest vector loads the CPU has (picked at run time
  * with __builtin_cpu_supports, since -O2 alone gives SSE2), four streams per thread (a GEMV walks
  * several rows at once) each summed into its own accumulator, no software prefetch (the hardware
- * streamer does better alone), the pages written before any timing, and the worker threads
+ * streamer does as well alone), the pages written before any timing, and the worker threads
  * started once, so the timed span is reads only.
  */
 #ifndef GGMLX_BENCH_MEM_READ_H
