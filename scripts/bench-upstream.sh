@@ -5,8 +5,9 @@
 # sdist (CPU only, Release, GGML_NATIVE as upstream defaults), runs the two alternating (ours,
 # upstream, ours, upstream, ...) and prints markdown tables:
 #   - mul_mat of a 16384x4096 weight of each quantized type on the CPU backend (2 threads) by one
-#     F32 column (GB/s of weight bytes, next to a streaming-read reference, mem_read) and by 512
-#     columns (GFLOP/s): each library's median over the rounds, and ours/upstream;
+#     F32 column (GB/s of weight bytes, next to a streaming-read reference, mem_read: the median
+#     and best of tests/bench-quant/mem-read.h on as many bytes as the Q8_0 weight and on 512 MiB)
+#     and by 512 columns (GFLOP/s): each library's median over the rounds, and ours/upstream;
 #   - the round-trip error (relative RMS of dequantize(quantize(x)) - x) of the types whose
 #     quantizer has no Python oracle, ours and upstream's on the same data, and the ratio (the
 #     goal is within 1%).
@@ -200,8 +201,11 @@ for kind, title, unit in (("mv", f"mul_mat {rows}x4096 weight, 1 column (weights
         a, b = cell("ggmlx", (kind, t)), cell("upstream", (kind, t))
         print(f"| {t} | {fmt(a, '.1f')} | {fmt(b, '.1f')} | {ratio(a, b)} |")
     if kind == "mv":
+        # mem_read THREADS MEDIAN BEST LOADS MIB: as large as the Q8_0 weight, then 512 MiB
         for m in mem:
-            print(f"| mem_read ({m[1]} threads, reference) | {float(m[2]):.1f} | | |")
+            size = f"{m[5]} MiB, " if len(m) > 5 else ""
+            print(f"| mem_read ({size}{m[1]} threads, reference), median / best "
+                  f"| {float(m[2]):.1f} / {float(m[3] if len(m) > 3 else m[2]):.1f} | | |")
     print()
 print("### Round-trip error sqrt(sum (dq(q(x))-x)^2 / sum x^2), 64x4096 values (goal: within 1%)\n")
 print("| type | data | ggmlx | upstream | ggmlx/upstream | same bytes |")

@@ -1,15 +1,21 @@
 /*
  * bench-cpu.c -- CPU throughput: matrix products and per-node overhead of the graph executor.
  *
- *   bench-cpu [--quick] [--json] [--runs N] [--only fma_peak|mul_mat|mul_mat_vec|mem_read|cpy|add_chain|conv|attn]
+ *   bench-cpu [--quick] [--json] [--runs N]
+ *             [--only fma_peak|mul_mat|mul_mat_vec|mem_read|quant|cpy|add_chain|conv|attn]
  *
  * mul_mat: a (weights, F32/F16/BF16) [K=4096, N=4096] times b (F32) [K, M=512], 2*K*N*M flops,
  * on 1 and 2 threads; reported as GFLOP/s, best of a few runs after a warm-up. mul_mat_f32_pair:
  * two independent 1-thread F32 products of half the rows at once, the 2-thread run's ceiling.
  * mul_mat_vec: the same weights types [K=4096, N=16384] (larger than the last-level cache) times
  * one F32 column (batch 1, the token-generation case), on 1 and 2 threads; reported as GB/s of
- * weight bytes read, next to mem_read: a streaming read (four prefetched streams per thread, as a
- * GEMV walks four rows) of an equally large buffer, the bandwidth a kernel can hope for.
+ * weight bytes read and as a fraction ("of mem_read") of the best streaming read of as many bytes
+ * on as many threads (bench-quant/mem-read.h: the widest vector loads, four streams per thread),
+ * what a kernel that reads each weight byte once can hope for. mem_read: that read of 512 MiB,
+ * far beyond the last-level cache (the memory's bandwidth), best and median of the runs.
+ * quant: for every quantized type the CPU multiplies (a vec_dot, Q8_K aside: it only holds
+ * activations), a [K=4096, N=16384] weight quantized with ggml_quantize_chunk times one F32 column
+ * (GB/s of weights read, fraction of mem_read) and times 512 columns (GFLOP/s).
  * cpy: type conversions of 8M contiguous elements (F32 <-> F16, F32 -> BF16), as G elements/s.
  * fma_peak: independent F32 FMAs in registers (AVX-512 where the CPU has it, else AVX2+FMA) on 1
  * and 2 threads: what the cores deliver during this run, the ceiling for mul_mat (on a shared
@@ -19,12 +25,14 @@
  * conv: a 3x3 convolution of a 64x64 image, 256 channels in and out (F32 kernel and data), as
  * upstream's im2col + mul_mat graph (ggml_conv_2d: F16 columns) and as the direct op
  * (ggml_conv_2d_direct), in GFLOP/s (2 * OW * OH * OC * IC * 9 per run), beside the F32 GEMM's.
- * --quick shrinks everything so CI can smoke-run it in a second or two; --json prints JSON
- * instead of the markdown table.
+ * --quick shrinks everything (and times four quantized types only) so it runs in seconds; --json
+ * prints JSON instead of the markdown table.
  */
 #include "ggml.h"
 #include "ggml-cpu.h"
 #include "ggmlx.h"
+
+#include "bench-quant/mem-read.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #    include <immintrin.h>
@@ -42,12 +50,14 @@ struct result {
     double value;
     const char * unit;
     char   shape[64];
+    double of_mem_read; /* a matrix-vector row's rate over a read of as many bytes on as many threads; 0: none */
 };
 
-#define MAX_RESULTS 64
+#define MAX_RESULTS 256
 
 static struct result g_results[MAX_RESULTS];
 static int           g_n_results;
+static int           g_ref_runs = 20;
 
 static double now_s(void) {
     struct timespec ts;
@@ -65,6 +75,42 @@ static void add_result(const char * name, int threads, double value, const char 
     r->value   = value;
     r->unit    = unit;
     snprintf(r->shape, sizeof r->shape, "%s", shape);
+    r->of_mem_read = 0.0;
+}
+
+/*
+ * The best streaming read of `bytes` on n_threads (GB/s; 0 on failure), measured once per size:
+ * the ceiling for a matrix-vector product over a weight of that size. It has to be the same size:
+ * a weight of 16384x4096 is 12 MiB (IQ1_S) to 256 MiB (F32), around the 32 MiB L3 of the Zen 5
+ * VM, and repeated products find part of a small weight still in cache, as repeated reads do.
+ */
+static double mem_ref(size_t bytes, int n_threads) {
+    static struct { size_t bytes; int threads; double gbps; } memo[64];
+    static int n_memo;
+    for (int i = 0; i < n_memo; i++) {
+        if (memo[i].bytes == bytes && memo[i].threads == n_threads) {
+            return memo[i].gbps;
+        }
+    }
+    struct mem_read_stats st;
+    if (mem_read_measure(bytes, n_threads, g_ref_runs, &st) != 0) {
+        return 0.0;
+    }
+    if (n_memo < 64) {
+        memo[n_memo].bytes   = bytes;
+        memo[n_memo].threads = n_threads;
+        memo[n_memo].gbps    = st.best_gbps;
+        n_memo++;
+    }
+    return st.best_gbps;
+}
+
+/* the rows added since `first` (matrix-vector ones, GB/s of `bytes`) get their fraction of mem_ref */
+static void set_of_mem_read(int first, size_t bytes) {
+    for (int i = first; i < g_n_results; i++) {
+        const double ref = mem_ref(bytes, g_results[i].threads);
+        g_results[i].of_mem_read = ref > 0.0 ? g_results[i].value / ref : 0.0;
+    }
 }
 
 /* deterministic values in [-0.5, 0.5) */
@@ -281,85 +327,114 @@ static int bench_mul_mat_vec(enum ggml_type type, int64_t K, int64_t N, int runs
     snprintf(name, sizeof name, "mul_mat_vec_%s", ggml_type_name(type));
     snprintf(shape, sizeof shape, "%lldx%lld * %lldx1 (%.0f MiB)", (long long)N, (long long)K, (long long)K,
              (double)wbytes / (1024.0 * 1024.0));
+    const int first = g_n_results;
     int rc = time_rate(gf, runs, name, shape, (double)wbytes, "GB/s");
+    set_of_mem_read(first, wbytes);
     ggml_free(ctx);
     return rc;
 }
 
-struct read_job {
-    const uint64_t * p;
-    size_t           n;
-    uint64_t         sum;
-};
-
-/* four streams (the part's quarters) read at once, prefetched ahead: how a GEMV walks rows */
-static void * read_part(void * arg) {
-    struct read_job * j = (struct read_job *)arg;
-    const size_t     q = j->n / 4;
-    const uint64_t * p0 = j->p, * p1 = p0 + q, * p2 = p1 + q, * p3 = p2 + q;
-    uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-    for (size_t i = 0; i < q; i += 8) {
-        __builtin_prefetch(p0 + i + 128);
-        __builtin_prefetch(p1 + i + 128);
-        __builtin_prefetch(p2 + i + 128);
-        __builtin_prefetch(p3 + i + 128);
-        for (size_t k = i; k < i + 8 && k < q; k++) {
-            s0 += p0[k];
-            s1 += p1[k];
-            s2 += p2[k];
-            s3 += p3[k];
+/* the memory's bandwidth on 1 and 2 threads: best and median of runs, as two rows each */
+static int bench_mem_read(size_t bytes, int runs) {
+    for (int nt = 1; nt <= 2; nt++) {
+        struct mem_read_stats st;
+        if (mem_read_measure(bytes, nt, runs, &st) != 0) {
+            fprintf(stderr, "mem_read of %zu bytes on %d threads failed\n", bytes, nt);
+            return 1;
         }
+        char shape[64];
+        snprintf(shape, sizeof shape, "%.0f MiB, %s loads, best", (double) bytes / (1024.0 * 1024.0), st.isa);
+        add_result("mem_read", nt, st.best_gbps, "GB/s", shape);
+        snprintf(shape, sizeof shape, "%.0f MiB, %s loads, median", (double) bytes / (1024.0 * 1024.0), st.isa);
+        add_result("mem_read", nt, st.median_gbps, "GB/s", shape);
     }
-    for (size_t i = 4 * q; i < j->n; i++) {
-        s0 += j->p[i];
-    }
-    j->sum = s0 + s1 + s2 + s3;
-    return NULL;
+    return 0;
 }
 
-/* the bandwidth ceiling: sum a buffer of `bytes` split between n threads, best of runs */
-static int bench_mem_read(size_t bytes, int runs) {
-    const size_t n = bytes / sizeof(uint64_t);
-    uint64_t * buf = (uint64_t *)malloc(n * sizeof(uint64_t));
-    if (buf == NULL) {
-        return 1;
+/*
+ * One quantized weight type: a [K, N] weight (256 distinct rows quantized from the same values as
+ * fill() makes, repeated: only the bytes matter for the timing, and quantizing N rows of the
+ * codebook types would take long) times one column (GB/s of weights, a mul_mat_vec row) and times
+ * M columns (GFLOP/s, a mul_mat row).
+ */
+static int bench_quant(enum ggml_type type, int64_t K, int64_t N, int64_t M, int runs, int runs_mm) {
+    enum { UNIQ = 256 };
+    const size_t rs     = ggml_row_size(type, K);
+    const size_t wbytes = rs * (size_t) N;
+    const size_t mem    = wbytes + (size_t) (K + N) * (size_t) (M + 1) * sizeof(float) + 16 * ggml_tensor_overhead() +
+                       2 * ggml_graph_overhead() + (1u << 20);
+    const int64_t uniq = N < UNIQ ? N : UNIQ;
+    float *       src  = (float *) malloc(sizeof(float) * (size_t) (K * uniq));
+    float *       imx  = (float *) calloc((size_t) K, sizeof(float));
+    void *        q    = malloc(rs * (size_t) uniq);
+    struct ggml_context * ctx = NULL;
+    int rc = 1;
+    if (src == NULL || imx == NULL || q == NULL) {
+        goto out;
     }
-    for (size_t i = 0; i < n; i++) {
-        buf[i] = i;
+    uint64_t seed = 11;
+    for (int64_t i = 0; i < K * uniq; i++) {
+        src[i] = next_value(&seed);
+        imx[i % K] += src[i] * src[i];
     }
-    char shape[64];
-    snprintf(shape, sizeof shape, "%.0f MiB", (double)bytes / (1024.0 * 1024.0));
-    uint64_t check = 0;
-    for (int nt = 1; nt <= 2; nt++) {
-        double best = -1.0;
-        for (int r = -1; r < runs; r++) {
-            struct read_job jobs[2];
-            pthread_t       th[2];
-            const double    t0 = now_s();
-            for (int i = 0; i < nt; i++) {
-                jobs[i].p = buf + n / (size_t)nt * (size_t)i;
-                jobs[i].n = i + 1 < nt ? n / (size_t)nt : n - n / (size_t)nt * (size_t)i;
-                if (i > 0 && pthread_create(&th[i], NULL, read_part, &jobs[i]) != 0) {
-                    free(buf);
-                    return 1;
-                }
-            }
-            read_part(&jobs[0]);
-            for (int i = 1; i < nt; i++) {
-                pthread_join(th[i], NULL);
-            }
-            const double dt = now_s() - t0;
-            for (int i = 0; i < nt; i++) {
-                check += jobs[i].sum;
-            }
-            if (r >= 0 && (best < 0.0 || dt < best)) {
-                best = dt;
-            }
-        }
-        add_result("mem_read", nt, (double)bytes / best * 1e-9, "GB/s", shape);
+    /* the importance matrix (column sums of x^2) only for the types that cannot go without */
+    if (ggml_quantize_chunk(type, src, q, 0, uniq, K, ggml_quantize_requires_imatrix(type) ? imx : NULL) !=
+        rs * (size_t) uniq) {
+        fprintf(stderr, "ggml_quantize_chunk(%s) failed: %s\n", ggml_type_name(type),
+                ggmlx_last_error() ? ggmlx_last_error() : "?");
+        goto out;
     }
-    free(buf);
-    return check == 0 ? 1 : 0;
+    struct ggml_init_params ip = { mem, NULL, false };
+    ctx = ggml_init(ip);
+    if (ctx == NULL) {
+        fprintf(stderr, "ggml_init(%zu bytes) failed\n", mem);
+        goto out;
+    }
+    struct ggml_tensor * a  = ggml_new_tensor_2d(ctx, type, K, N);
+    struct ggml_tensor * b1 = ggml_new_tensor_1d(ctx, GGML_TYPE_F32, K);
+    struct ggml_tensor * bm = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, K, M);
+    struct ggml_tensor * c1 = ggml_mul_mat(ctx, a, b1);
+    struct ggml_tensor * cm = ggml_mul_mat(ctx, a, bm);
+    struct ggml_cgraph * g1 = ggml_new_graph(ctx);
+    struct ggml_cgraph * gm = ggml_new_graph(ctx);
+    if (c1 == NULL || cm == NULL || g1 == NULL || gm == NULL) {
+        fprintf(stderr, "building the %s graphs failed: %s\n", ggml_type_name(type),
+                ggmlx_last_error() ? ggmlx_last_error() : "?");
+        goto out;
+    }
+    ggml_build_forward_expand(g1, c1);
+    ggml_build_forward_expand(gm, cm);
+    for (int64_t r = 0; r < N; r += uniq) {
+        const int64_t n = N - r < uniq ? N - r : uniq;
+        memcpy((char *) a->data + (size_t) r * rs, q, rs * (size_t) n);
+    }
+    fill(b1, 12);
+    fill(bm, 13);
+
+    char name[48], shape[64];
+    snprintf(name, sizeof name, "mul_mat_vec_%s", ggml_type_name(type));
+    snprintf(shape, sizeof shape, "%lldx%lld * %lldx1 (%.0f MiB)", (long long) N, (long long) K, (long long) K,
+             (double) wbytes / (1024.0 * 1024.0));
+    const int first = g_n_results;
+    rc = time_rate(g1, runs, name, shape, (double) wbytes, "GB/s");
+    set_of_mem_read(first, wbytes);
+    snprintf(name, sizeof name, "mul_mat_%s", ggml_type_name(type));
+    snprintf(shape, sizeof shape, "%lldx%lld * %lldx%lld", (long long) N, (long long) K, (long long) K, (long long) M);
+    rc |= time_rate(gm, runs_mm, name, shape, 2.0 * (double) K * (double) N * (double) M, "GFLOP/s");
+out:
+    ggml_free(ctx);
+    free(q);
+    free(imx);
+    free(src);
+    return rc;
+}
+
+/* the quantized weight types mul_mat computes on the CPU: a vec_dot, and not Q8_K (activations only) */
+static bool quant_benched(enum ggml_type t) {
+    const struct ggml_type_traits_cpu * tc = ggml_get_type_traits_cpu(t);
+    const struct ggml_type_traits *     tt = ggml_get_type_traits(t);
+    return ggml_is_quantized(t) && t != GGML_TYPE_Q8_K && tc != NULL && tc->vec_dot != NULL && tt != NULL &&
+           tt->blck_size > 0;
 }
 
 /* a contiguous conversion ts -> td of n elements: G elements/s */
@@ -555,11 +630,16 @@ static int bench_conv(bool direct, int64_t C, int64_t HW, int runs) {
 }
 
 static void print_markdown(void) {
-    printf("| benchmark | shape | threads | result |\n");
-    printf("|---|---|---:|---:|\n");
+    printf("| benchmark | shape | threads | result | of mem_read |\n");
+    printf("|---|---|---:|---:|---:|\n");
     for (int i = 0; i < g_n_results; i++) {
         const struct result * r = &g_results[i];
-        printf("| %s | %s | %d | %.3f %s |\n", r->name, r->shape, r->threads, r->value, r->unit);
+        printf("| %s | %s | %d | %.3f %s |", r->name, r->shape, r->threads, r->value, r->unit);
+        if (r->of_mem_read > 0.0) {
+            printf(" %.2f |\n", r->of_mem_read);
+        } else {
+            printf(" |\n");
+        }
     }
 }
 
@@ -567,8 +647,12 @@ static void print_json(void) {
     printf("{\n  \"build\": \"%s\",\n  \"results\": [\n", ggmlx_build_info());
     for (int i = 0; i < g_n_results; i++) {
         const struct result * r = &g_results[i];
-        printf("    {\"name\": \"%s\", \"shape\": \"%s\", \"threads\": %d, \"value\": %.6g, \"unit\": \"%s\"}%s\n", r->name,
-               r->shape, r->threads, r->value, r->unit, i + 1 < g_n_results ? "," : "");
+        printf("    {\"name\": \"%s\", \"shape\": \"%s\", \"threads\": %d, \"value\": %.6g, \"unit\": \"%s\"", r->name,
+               r->shape, r->threads, r->value, r->unit);
+        if (r->of_mem_read > 0.0) {
+            printf(", \"of_mem_read\": %.4g", r->of_mem_read);
+        }
+        printf("}%s\n", i + 1 < g_n_results ? "," : "");
     }
     printf("  ]\n}\n");
 }
@@ -616,11 +700,28 @@ int main(int argc, char ** argv) {
         rc |= bench_mul_mat_pair(K, N, M, runs);
     }
     const int64_t vn = quick ? 1024 : 16384;
+    g_ref_runs = quick ? 3 : 20;
+    if (WANT("mem_read")) {
+        /* 16x the 32 MiB L3 of the Zen 5 VM: smaller buffers, up to 256 MiB, still read faster there */
+        rc |= bench_mem_read(quick ? (size_t) 64 << 20 : (size_t) 512 << 20, quick ? 3 : 10);
+    }
     for (size_t i = 0; WANT("mul_mat_vec") && i < sizeof types / sizeof types[0]; i++) {
         rc |= bench_mul_mat_vec(types[i], K, vn, quick ? 2 : 10);
     }
-    if (WANT("mem_read")) {
-        rc |= bench_mem_read(ggml_row_size(GGML_TYPE_F32, K) * (size_t)vn, quick ? 2 : 10);
+    if (WANT("quant")) {
+        /* --quick: a small weight and four types, the legacy, K and codebook paths */
+        const enum ggml_type quick_types[] = { GGML_TYPE_Q4_0, GGML_TYPE_Q8_0, GGML_TYPE_Q4_K, GGML_TYPE_IQ4_XS };
+        for (int t = 0; t < GGML_TYPE_COUNT; t++) {
+            bool in_quick = false;
+            for (size_t k = 0; k < sizeof quick_types / sizeof quick_types[0]; k++) {
+                in_quick = in_quick || quick_types[k] == (enum ggml_type) t;
+            }
+            if (!quant_benched((enum ggml_type) t) || (quick && !in_quick)) {
+                continue;
+            }
+            rc |= bench_quant((enum ggml_type) t, quick ? 1024 : 4096, quick ? 1024 : 16384, quick ? 64 : 512,
+                              quick ? 2 : 10, quick ? 1 : 2);
+        }
     }
     if (WANT("cpy")) {
         const int64_t cn = quick ? 65536 : 8 << 20;

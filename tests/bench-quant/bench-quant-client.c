@@ -16,16 +16,21 @@
  * ggml_quantize_chunk and to_float on 64 x 4096 Gaussian and Student-t(3) values, with an
  * importance matrix (the column means of x^2) for the types that cannot go without one; --dump
  * writes the quantized bytes to DIR/TYPE.DATA.bin.
- * "mem_read": a streaming read of a buffer as large as the Q8_0 weight (at least 64 MiB), the
- * bandwidth a GEMV can hope for (four prefetched streams per thread, as a GEMV walks four rows).
+ * "mem_read": the fastest streaming read this program knows (mem-read.h), the median and the best
+ * of 4 x `runs` reads, of a buffer as large as the Q8_0 weight (the ceiling for that product:
+ * repeated products, like repeated reads, find part of it still in the last-level cache) and of
+ * 512 MiB (16x the 32 MiB L3 of the Zen 5 VM: the memory's own bandwidth).
  *
  * One result a line, for the script to parse:
- *   mv TYPE GBPS | mm TYPE GFLOPS | rt TYPE DATA RELRMS BYTES_HASH | mem_read THREADS GBPS
+ *   mv TYPE GBPS | mm TYPE GFLOPS | rt TYPE DATA RELRMS BYTES_HASH
+ *   | mem_read THREADS MEDIAN_GBPS BEST_GBPS LOADS MIB
  *   | TYPE n/a REASON
  */
 #include "ggml.h"
 #include "ggml-backend.h"
 #include "ggml-cpu.h"
+
+#include "mem-read.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -386,81 +391,15 @@ out:
 
 /* ---- memory bandwidth ------------------------------------------------------------------------ */
 
-struct read_job {
-    const uint64_t * p;
-    size_t           n;
-    uint64_t         sum;
-};
-
-/* the part is read as four quarters at once, each prefetched ahead, as a GEMV walks four rows */
-static void * read_part(void * arg) {
-    struct read_job * j  = arg;
-    const size_t      q  = j->n / 4;
-    uint64_t          s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-    for (size_t i = 0; i < q; i++) {
-        if (i % 8 == 0) {
-            for (int k = 0; k < 4; k++) {
-                __builtin_prefetch(j->p + (size_t) k * q + i + 128);
-            }
-        }
-        s0 += j->p[i];
-        s1 += j->p[q + i];
-        s2 += j->p[2 * q + i];
-        s3 += j->p[3 * q + i];
-    }
-    for (size_t i = 4 * q; i < j->n; i++) {
-        s0 += j->p[i];
-    }
-    j->sum = s0 + s1 + s2 + s3;
-    return NULL;
-}
-
 static int bench_mem_read(size_t bytes, int threads, int runs) {
-    const size_t n   = bytes / sizeof(uint64_t);
-    uint64_t *   buf = malloc(n * sizeof(uint64_t));
-    double       t[64];
-    uint64_t     check = 0;
-    if (buf == NULL || threads < 1 || threads > 16) {
-        free(buf);
+    struct mem_read_stats st;
+    if (mem_read_measure(bytes, threads, runs, &st) != 0) {
+        fprintf(stderr, "bench-quant-client: mem_read failed\n");
         return 1;
     }
-    for (size_t i = 0; i < n; i++) {
-        buf[i] = i;
-    }
-    if (runs > 64) {
-        runs = 64;
-    }
-    for (int r = -1; r < runs; r++) {
-        struct read_job jobs[16];
-        pthread_t       th[16];
-        const double    t0 = now_s();
-        for (int i = 0; i < threads; i++) {
-            jobs[i].p = buf + n / (size_t) threads * (size_t) i;
-            jobs[i].n = i + 1 < threads ? n / (size_t) threads : n - n / (size_t) threads * (size_t) i;
-            if (i > 0 && pthread_create(&th[i], NULL, read_part, &jobs[i]) != 0) {
-                for (int k = 1; k < i; k++) {
-                    pthread_join(th[k], NULL);
-                }
-                free(buf);
-                return 1;
-            }
-        }
-        read_part(&jobs[0]);
-        for (int i = 1; i < threads; i++) {
-            pthread_join(th[i], NULL);
-        }
-        const double dt = now_s() - t0;
-        for (int i = 0; i < threads; i++) {
-            check += jobs[i].sum;
-        }
-        if (r >= 0) {
-            t[r] = dt;
-        }
-    }
-    qsort(t, (size_t) runs, sizeof t[0], cmp_double);
-    printf("mem_read %d %.3f\n", threads, (double) bytes / t[runs / 2] * 1e-9);
-    free(buf);
-    return check == 0; /* the sum is used, so the reads are not optimised away */
+    printf("mem_read %d %.3f %.3f %s %.0f\n", threads, st.median_gbps, st.best_gbps, st.isa,
+           (double) bytes / (1024.0 * 1024.0));
+    return 0;
 }
 
 /* ---- main ------------------------------------------------------------------------------------ */
@@ -504,12 +443,8 @@ int main(int argc, char ** argv) {
             return 1;
         }
     }
-    /* as large as the Q8_0 weight, and never so small that starting the threads dominates */
-    size_t mem_bytes = (size_t) o.rows * ggml_row_size(GGML_TYPE_Q8_0, K);
-    if (mem_bytes < ((size_t) 64 << 20)) {
-        mem_bytes = (size_t) 64 << 20;
-    }
-    if (o.mem_read && bench_mem_read(mem_bytes, o.threads, o.runs)) {
+    if (o.mem_read && (bench_mem_read((size_t) o.rows * ggml_row_size(GGML_TYPE_Q8_0, K), o.threads, 4 * o.runs) ||
+                       bench_mem_read((size_t) 512 << 20, o.threads, 4 * o.runs))) {
         return 1;
     }
     if (o.rt) {
