@@ -138,7 +138,9 @@ LLAMA_TOOL_TARGETS=(llama-completion llama-perplexity llama-bench llama-quantize
 # llama_configure_tools DIR PREFIX: configures llama.cpp in DIR against the ggml install PREFIX,
 # with the common library, tools and tests (only LLAMA_TOOL_TARGETS are built from it), and no
 # server, web UI, examples or network code. The rpath points at PREFIX, so the programs run the
-# ggml they were built against without LD_LIBRARY_PATH.
+# ggml they were built against without LD_LIBRARY_PATH; it is an old-style DT_RPATH (not
+# RUNPATH) because only that one also serves the libraries' own dependencies (libggml loading
+# libggml-cpu, whose install carries no rpath).
 llama_configure_tools() {
     local dir=$1 prefix=$2 launcher gen=()
     read -r -a launcher <<<"$(llama_launcher_args)"
@@ -146,7 +148,8 @@ llama_configure_tools() {
     cmake -S "$LLAMA_CPP_DIR" -B "$dir" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release "${launcher[@]}" \
         -DBUILD_SHARED_LIBS=ON -DLLAMA_USE_SYSTEM_GGML=ON -DCMAKE_PREFIX_PATH="$prefix" \
         -DCMAKE_FIND_PACKAGE_NO_PACKAGE_REGISTRY=ON -Dggml_DIR="$prefix/lib/cmake/ggml" \
-        -DCMAKE_BUILD_RPATH="$prefix/lib" \
+        -DCMAKE_BUILD_RPATH="$prefix/lib" -DCMAKE_EXE_LINKER_FLAGS=-Wl,--disable-new-dtags \
+        -DCMAKE_SHARED_LINKER_FLAGS=-Wl,--disable-new-dtags \
         -DLLAMA_BUILD_COMMON=ON -DLLAMA_BUILD_TESTS=ON -DLLAMA_BUILD_TOOLS=ON \
         -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_APP=OFF \
         -DLLAMA_BUILD_UI=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_MTMD=OFF -DLLAMA_CURL=OFF

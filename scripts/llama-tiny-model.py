@@ -129,7 +129,8 @@ def write_model(path, size, type_name, tokenizer):
         elif qtype == gguf.GGMLQuantizationType.F16:
             writer.add_tensor(name, w.astype(np.float16))
         else:
-            writer.add_tensor(name, gguf.quants.quantize(w, qtype), raw_shape=w.shape, raw_dtype=qtype)
+            # quantize() gives the rows' bytes; the writer turns that byte shape back into elements
+            writer.add_tensor(name, gguf.quants.quantize(w, qtype), raw_dtype=qtype)
 
     writer.write_header_to_file()
     writer.write_kv_data_to_file()
