@@ -218,8 +218,10 @@ elif llama_build_ggmlx; then
             llama_configure_tools "$X_BUILD" "$GGMLX_PREFIX"; then
         echo "  ggml package: $(sed -n 's/^ggml_DIR:[A-Z]*=//p' "$X_BUILD/CMakeCache.txt")"
         t0=$SECONDS
-        # -k 0: every file that can be compiled is, so the summary lists every problem.
-        if llama_build_tools "$X_BUILD" -k 0 >"$x_log" 2>&1; then
+        # libllama first, with -k 0 (every file that can be compiled is, so the summary lists
+        # every problem); the programs only when it links, since they all need it.
+        if cmake --build "$X_BUILD" --target llama -j"$LLAMA_JOBS" -- -k 0 >"$x_log" 2>&1 &&
+           llama_build_tools "$X_BUILD" -k 0 >>"$x_log" 2>&1; then
             echo "  llama.cpp against ggmlx: build: ok ($((SECONDS - t0)) s)"
             X_BIN="$X_BUILD/bin"
             case_result "build llama.cpp against ggmlx" pass ""
