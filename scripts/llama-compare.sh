@@ -30,7 +30,8 @@
 #
 # Environment: LLAMA_WORK, GGML_CUDA, CMAKE_ARGS, JOBS (scripts/llama-common.sh); LLAMA_PYTHON
 # (a Python with gguf==0.19.0 and numpy; default .ci-venv/bin/python, then python3);
-# KLD_CTX (128), KLD_CHUNKS (4): the perplexity window; thresholds: see "Thresholds" below.
+# KLD_CTX (128), KLD_CHUNKS (4): the perplexity window; BENCH_SIZE (bench; tiny for a quick try
+# of --bench); thresholds: see "Thresholds" below.
 set -uo pipefail
 
 GGMLX_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -70,6 +71,7 @@ KLD_MEAN_MIN=${KLD_MEAN_MIN:-0.0001}
 KLD_MAX_MIN=${KLD_MAX_MIN:-0.002}
 TOP_MISS_MIN=${TOP_MISS_MIN:-1.0}
 KLD_CTX=${KLD_CTX:-128}
+BENCH_SIZE=${BENCH_SIZE:-bench}
 KLD_CHUNKS=${KLD_CHUNKS:-4}
 
 TEXT="$GGMLX_ROOT/tests/llama/prose.txt"
@@ -435,16 +437,16 @@ if [ "$BENCH" = 1 ]; then
     if [ -z "$X_BIN" ]; then
         echo "  llama-bench: skipped (no llama.cpp build against ggmlx)"
     elif ! "$PY" "$GGMLX_ROOT/scripts/llama-tiny-model.py" --vocab "$VOCAB" --out "$MODELS" \
-            --size bench --types f16 >"$OUT/bench-model.log" 2>&1; then
+            --size "$BENCH_SIZE" --types f16 >"$OUT/bench-model.log" 2>&1; then
         sed 's/^/    | /' "$OUT/bench-model.log"
         echo "  llama-bench: could not write the bench model"
     else
-        bm="$MODELS/llama-bench-f16.gguf"
+        bm="$MODELS/llama-$BENCH_SIZE-f16.gguf"
         printf '  %-8s %-6s %14s %14s %7s\n' type test "upstream t/s" "ours t/s" ratio
         for t in F16 Q8_0 Q4_0 Q4_K_M; do
             m=$bm
             if [ "$t" != F16 ]; then
-                m="$MODELS/llama-bench-$(lower "$t").gguf"
+                m="$MODELS/llama-$BENCH_SIZE-$(lower "$t").gguf"
                 [ -f "$m" ] || "$UP_BIN/llama-quantize" "$bm" "$m" "$t" 2 >"$OUT/bench-quant-$t.log" 2>&1 ||
                     { echo "  $t: llama-quantize failed"; continue; }
             fi
