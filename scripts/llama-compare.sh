@@ -12,7 +12,11 @@
 #      fixed text (--kl-divergence-base), the other build reads them (--kl-divergence) and
 #      reports mean and maximum KL divergence and how often both pick the same top token. The
 #      thresholds come from the noise floor: what two upstream configurations (1 vs 2 threads,
-#      flash attention off vs on, per model type) give each other, measured in the same run;
+#      flash attention off vs on, per model type) give each other, measured in the same run.
+#      Cases: every type with flash attention off and on; on F32, F16, Q8_0, Q4_0 and Q4_K_M
+#      also a Q8_0 KV cache, and GGMLX_SIM_DEVICES=2 with -sm layer (the scheduler over SIM0,
+#      SIM1 and the CPU) and -sm tensor (the meta device), each against upstream's CPU base of
+#      the same flash-attention setting. (-sm row needs a split buffer type; not a case.)
 #   3. with --bench, llama-bench on a ~0.5B model for both builds, alternating (printed only);
 #   4. with --backend-ops, upstream's test-backend-ops built against ggmlx, on SIM0.
 #
