@@ -129,3 +129,34 @@ llama_exports() {
         nm -D --defined-only "$lib" | awk 'NF >= 3 && $2 ~ /^[TtDdBbRrWwVvi]$/ { print $3 }'
     done | sed 's/@.*//' | LC_ALL=C sort -u
 }
+
+# The llama.cpp programs llama-compare.sh runs; the sdist's llama.cpp has llama-completion as its
+# plain text-generation program.
+# shellcheck disable=SC2034 # read by the scripts that source this file
+LLAMA_TOOL_TARGETS=(llama-completion llama-perplexity llama-bench llama-quantize test-backend-ops)
+
+# llama_configure_tools DIR PREFIX: configures llama.cpp in DIR against the ggml install PREFIX,
+# with the common library, tools and tests (only LLAMA_TOOL_TARGETS are built from it), and no
+# server, web UI, examples or network code. The rpath points at PREFIX, so the programs run the
+# ggml they were built against without LD_LIBRARY_PATH; it is an old-style DT_RPATH (not
+# RUNPATH) because only that one also serves the libraries' own dependencies (libggml loading
+# libggml-cpu, whose install carries no rpath).
+llama_configure_tools() {
+    local dir=$1 prefix=$2 launcher gen=()
+    read -r -a launcher <<<"$(llama_launcher_args)"
+    [ -f "$dir/CMakeCache.txt" ] || gen=(-G Ninja)
+    cmake -S "$LLAMA_CPP_DIR" -B "$dir" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release "${launcher[@]}" \
+        -DBUILD_SHARED_LIBS=ON -DLLAMA_USE_SYSTEM_GGML=ON -DCMAKE_PREFIX_PATH="$prefix" \
+        -DCMAKE_FIND_PACKAGE_NO_PACKAGE_REGISTRY=ON -Dggml_DIR="$prefix/lib/cmake/ggml" \
+        -DCMAKE_BUILD_RPATH="$prefix/lib" -DCMAKE_EXE_LINKER_FLAGS=-Wl,--disable-new-dtags \
+        -DCMAKE_SHARED_LINKER_FLAGS=-Wl,--disable-new-dtags \
+        -DLLAMA_BUILD_COMMON=ON -DLLAMA_BUILD_TESTS=ON -DLLAMA_BUILD_TOOLS=ON \
+        -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_APP=OFF \
+        -DLLAMA_BUILD_UI=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_MTMD=OFF -DLLAMA_CURL=OFF
+}
+
+# llama_build_tools DIR [NINJA_ARGS...]: builds LLAMA_TOOL_TARGETS in a configured DIR.
+llama_build_tools() {
+    local dir=$1; shift
+    cmake --build "$dir" --target "${LLAMA_TOOL_TARGETS[@]}" -j"$LLAMA_JOBS" -- "$@"
+}
