@@ -1995,6 +1995,51 @@ extern "C" {
             float                 beta_fast,
             float                 beta_slow);
 
+    /* a: gradient of ggml_rope_multi(x, b, c, ...) with the same parameters: rotates it back */
+    GGML_API struct ggml_tensor * ggml_rope_multi_back(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a,
+            struct ggml_tensor  * b,
+            struct ggml_tensor  * c,
+            int                   n_dims,
+            int                   sections[4],
+            int                   mode,
+            int                   n_ctx_orig,
+            float                 freq_base,
+            float                 freq_scale,
+            float                 ext_factor,
+            float                 attn_factor,
+            float                 beta_fast,
+            float                 beta_slow);
+
+    /* a: gradient of ggml_im2col(b, image, s0, s1, p0, p1, d0, d1, is_2D, ...); ne: the image's
+     * shape. The image's gradient (F32). */
+    GGML_API struct ggml_tensor * ggml_im2col_back(
+        struct ggml_context * ctx,
+        struct ggml_tensor  * a,
+        struct ggml_tensor  * b,
+        int64_t             * ne,
+        int                   s0,
+        int                   s1,
+        int                   p0,
+        int                   p1,
+        int                   d0,
+        int                   d1,
+        bool                  is_2D);
+
+    /* a: gradient of ggml_pool_2d(af, op, ...) with the same parameters: af's gradient (F32) */
+    GGML_API struct ggml_tensor * ggml_pool_2d_back(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a,
+            struct ggml_tensor  * af,
+            enum ggml_op_pool     op,
+            int                   k0,
+            int                   k1,
+            int                   s0,
+            int                   s1,
+            float                 p0,
+            float                 p1);
+
     /* a: gradient of get_rows(c, b) (2-D); b: I32 indices; c: the rows' source, for its shape */
     GGML_API struct ggml_tensor * ggml_get_rows_back(
             struct ggml_context * ctx,

@@ -200,6 +200,43 @@ static struct ggml_tensor * f_cross_entropy(struct ggml_context * c, struct ggml
     return ggml_cross_entropy_loss(c, p[0], ggml_soft_max(c, p[1]));
 }
 static struct ggml_tensor * f_dup(struct ggml_context * c, struct ggml_tensor ** p) { return ggml_dup(c, p[0]); }
+static struct ggml_tensor * f_view(struct ggml_context * c, struct ggml_tensor ** p) {
+    /* rows 1 and 2 of a [4, 3] parameter: the other row gets no gradient */
+    return ggml_sqr(c, ggml_view_2d(c, p[0], 4, 2, p[0]->nb[1], p[0]->nb[1]));
+}
+static struct ggml_tensor * f_acc(struct ggml_context * c, struct ggml_tensor ** p) {
+    return ggml_sqr(c, ggml_acc(c, p[0], p[1], p[0]->nb[1], p[0]->nb[2], p[0]->nb[3], sizeof(float)));
+}
+static struct ggml_tensor * f_set(struct ggml_context * c, struct ggml_tensor ** p) {
+    return ggml_sqr(c, ggml_set(c, p[0], p[1], p[0]->nb[1], p[0]->nb[2], p[0]->nb[3], p[0]->nb[1] + sizeof(float)));
+}
+static struct ggml_tensor * f_im2col(struct ggml_context * c, struct ggml_tensor ** p) {
+    struct ggml_tensor * k = ggml_new_tensor_4d(c, GGML_TYPE_F32, 3, 2, 2, 1); /* only its shape counts */
+    return ggml_im2col(c, k, p[0], 2, 1, 1, 0, 1, 2, true, GGML_TYPE_F32);
+}
+/* p[0] scaled down onto well separated values: a finite difference never moves a window's maximum */
+static struct ggml_tensor * separated(struct ggml_context * c, struct ggml_tensor * x) {
+    struct ggml_tensor * ramp = ggml_new_tensor(c, GGML_TYPE_F32, 4, x->ne);
+    for (int64_t i = 0; i < ggml_nelements(ramp); i++) {
+        ((float *) ramp->data)[i] = (float) ((i * 7) % 31);
+    }
+    return ggml_add(c, ggml_scale(c, x, 0.01f), ramp);
+}
+static struct ggml_tensor * f_pool_max(struct ggml_context * c, struct ggml_tensor ** p) {
+    return ggml_pool_2d(c, separated(c, p[0]), GGML_OP_POOL_MAX, 2, 3, 2, 1, 1, 0);
+}
+static struct ggml_tensor * f_pool_avg(struct ggml_context * c, struct ggml_tensor ** p) {
+    return ggml_pool_2d(c, p[0], GGML_OP_POOL_AVG, 3, 2, 1, 2, 1, 1);
+}
+static struct ggml_tensor * f_rope_multi(struct ggml_context * c, struct ggml_tensor ** p) {
+    struct ggml_tensor * pos = ggml_new_tensor_1d(c, GGML_TYPE_I32, 4 * p[0]->ne[2]);
+    for (int i = 0; i < 4 * p[0]->ne[2]; i++) {
+        ((int32_t *) pos->data)[i] = 5 * i % 7 + 1;
+    }
+    int sections[4] = { 2, 1, 1, 0 };
+    return ggml_rope_multi(c, p[0], pos, NULL, 8, sections, GGML_ROPE_TYPE_MROPE, 0, 10000.0f, 1.0f, 0.0f, 1.0f,
+                           0.0f, 0.0f);
+}
 static struct ggml_tensor * f_chain(struct ggml_context * c, struct ggml_tensor ** p) {
     /* a tiny MLP layer with a norm and a shared input: gradients from two paths add */
     struct ggml_tensor * h = ggml_silu(c, ggml_add(c, ggml_mul_mat(c, p[0], p[1]), p[2]));
@@ -258,3 +295,10 @@ GRAD_TEST(cross_entropy_loss, 2, SHAPE(5, 3, 1, 1), SHAPE(5, 3, 1, 1), SHAPE(1, 
 ONE(dup, f_dup, -1, 1)
 GRAD_TEST(two_paths_through_silu_rms_norm_and_mul_mat, 3, SHAPE(5, 4, 1, 1), SHAPE(5, 3, 1, 1), SHAPE(4, 1, 1, 1),
           -1, 1, ALL, f_chain)
+GRAD_TEST(view, 1, SHAPE(4, 3, 1, 1), SHAPE(1, 1, 1, 1), SHAPE(1, 1, 1, 1), -1, 1, ALL, f_view)
+GRAD_TEST(acc, 2, SHAPE(4, 3, 1, 1), SHAPE(2, 2, 1, 1), SHAPE(1, 1, 1, 1), -1, 1, ALL, f_acc)
+GRAD_TEST(set, 2, SHAPE(4, 3, 1, 1), SHAPE(2, 2, 1, 1), SHAPE(1, 1, 1, 1), -1, 1, ALL, f_set)
+GRAD_TEST(im2col, 1, SHAPE(7, 5, 2, 1), SHAPE(1, 1, 1, 1), SHAPE(1, 1, 1, 1), -1, 1, ALL, f_im2col)
+GRAD_TEST(pool_2d_max, 1, SHAPE(6, 5, 2, 1), SHAPE(1, 1, 1, 1), SHAPE(1, 1, 1, 1), -1, 1, ALL, f_pool_max)
+GRAD_TEST(pool_2d_avg, 1, SHAPE(6, 5, 2, 1), SHAPE(1, 1, 1, 1), SHAPE(1, 1, 1, 1), -1, 1, ALL, f_pool_avg)
+GRAD_TEST(rope_multi, 1, SHAPE(8, 2, 3, 1), SHAPE(1, 1, 1, 1), SHAPE(1, 1, 1, 1), -1, 1, ALL, f_rope_multi)

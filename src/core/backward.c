@@ -81,6 +81,23 @@ static void sub_or_set(struct bwd * b, const struct ggml_tensor * src, struct gg
     set_grad(b, i, b->g->grad_accs[i] ? ggml_sub_inplace(b->ctx, cur, t) : ggml_sub(b->ctx, cur, t));
 }
 
+/* gradient of src += t placed at (nb1, nb2, nb3, offset) inside src's shape (the view's place) */
+static void acc_or_set(struct bwd * b, struct ggml_tensor * src, struct ggml_tensor * t, size_t nb1, size_t nb2,
+                       size_t nb3, size_t offset) {
+    const size_t i = slot_of(b->g, src);
+    struct ggml_tensor * cur = b->g->grads[i];
+    if (t == NULL) {
+        set_grad(b, i, NULL);
+        return;
+    }
+    if (cur == NULL) {
+        set_grad(b, i, ggml_acc(b->ctx, ggml_scale(b->ctx, src, 0.0f), t, nb1, nb2, nb3, offset));
+        return;
+    }
+    set_grad(b, i, b->g->grad_accs[i] ? ggml_acc_inplace(b->ctx, cur, t, nb1, nb2, nb3, offset)
+                                      : ggml_acc(b->ctx, cur, t, nb1, nb2, nb3, offset));
+}
+
 /* t broadcast to src's shape (dims where t is 1 are repeated) */
 static struct ggml_tensor * spread(struct bwd * b, struct ggml_tensor * t, struct ggml_tensor * like) {
     return t == NULL || ggml_are_same_shape(t, like) ? t : ggml_repeat(b->ctx, t, like);
@@ -145,15 +162,17 @@ static void backward_rope(struct bwd * b, struct ggml_tensor * node, struct ggml
     }
     const int32_t * p = node->op_params;
     const int mode = p[2];
-    if (mode != GGML_ROPE_TYPE_NORMAL && mode != GGML_ROPE_TYPE_NEOX) {
-        bwd_fail(b, "node '%s': %s", node->name, "multimodal rope has no gradient rule yet");
+    const float fb = ggmlx_get_op_params_f32(node, 5), fs = ggmlx_get_op_params_f32(node, 6),
+                ef = ggmlx_get_op_params_f32(node, 7), af = ggmlx_get_op_params_f32(node, 8),
+                bf = ggmlx_get_op_params_f32(node, 9), bs = ggmlx_get_op_params_f32(node, 10);
+    if (mode & GGML_ROPE_TYPE_MROPE) {
+        int sections[4] = { p[11], p[12], p[13], p[14] };
+        add_or_set(b, node->src[0], ggml_rope_multi_back(b->ctx, grad, node->src[1], node->src[2], p[1], sections,
+                                                         mode, p[4], fb, fs, ef, af, bf, bs));
         return;
     }
     add_or_set(b, node->src[0],
-               ggml_rope_ext_back(b->ctx, grad, node->src[1], node->src[2], p[1], mode, p[4],
-                                  ggmlx_get_op_params_f32(node, 5), ggmlx_get_op_params_f32(node, 6),
-                                  ggmlx_get_op_params_f32(node, 7), ggmlx_get_op_params_f32(node, 8),
-                                  ggmlx_get_op_params_f32(node, 9), ggmlx_get_op_params_f32(node, 10)));
+               ggml_rope_ext_back(b->ctx, grad, node->src[1], node->src[2], p[1], mode, p[4], fb, fs, ef, af, bf, bs));
 }
 
 static void backward_permute(struct bwd * b, struct ggml_tensor * node, struct ggml_tensor * grad) {
@@ -248,6 +267,44 @@ static void compute_backward(struct bwd * b, struct ggml_tensor * node) {
         break;
     case GGML_OP_PERMUTE:
         if (g0) backward_permute(b, node, grad);
+        break;
+    case GGML_OP_VIEW:
+        if (g0) {
+            size_t offset;
+            memcpy(&offset, node->op_params, sizeof offset);
+            acc_or_set(b, s0, grad, node->nb[1], node->nb[2], node->nb[3], offset);
+        }
+        break;
+    case GGML_OP_ACC:
+    case GGML_OP_SET: {
+        const size_t nb1 = (size_t) node->op_params[0], nb2 = (size_t) node->op_params[1],
+                     nb3 = (size_t) node->op_params[2], offset = (size_t) node->op_params[3];
+        if (!g0 && !g1) {
+            break;
+        }
+        /* the part of the result where b landed */
+        struct ggml_tensor * where = ggml_view_4d(ctx, grad, s1->ne[0], s1->ne[1], s1->ne[2], s1->ne[3], nb1, nb2, nb3,
+                                                  offset);
+        if (g0) {
+            /* acc: a passes through everywhere; set: not where b overwrote it */
+            add_or_set(b, s0, node->op == GGML_OP_ACC ? grad
+                                                      : ggml_acc(ctx, grad, ggml_neg(ctx, where), nb1, nb2, nb3, offset));
+        }
+        if (g1) add_or_set(b, s1, ggml_reshape(ctx, ggml_cont(ctx, where), s1));
+        break;
+    }
+    case GGML_OP_IM2COL:
+        if (g1) {
+            const int32_t * p = node->op_params;
+            add_or_set(b, s1, ggml_im2col_back(ctx, grad, s0, s1->ne, p[0], p[1], p[2], p[3], p[4], p[5], p[6] == 1));
+        }
+        break;
+    case GGML_OP_POOL_2D:
+        if (g0) {
+            const int32_t * p = node->op_params;
+            add_or_set(b, s0, ggml_pool_2d_back(ctx, grad, s0, (enum ggml_op_pool) p[0], p[1], p[2], p[3], p[4],
+                                                (float) p[5], (float) p[6]));
+        }
         break;
     case GGML_OP_TRANSPOSE:
         if (g0) add_or_set(b, s0, ggml_transpose(ctx, grad));

@@ -243,3 +243,78 @@ struct ggml_tensor * ggml_opt_step_sgd(struct ggml_context * ctx, struct ggml_te
     result->src[2] = sgd_params;
     return result;
 }
+
+/* The rotation by -theta of ggml_rope_multi with the same parameters. */
+struct ggml_tensor * ggml_rope_multi_back(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b,
+                                         struct ggml_tensor * c, int n_dims, int sections[4], int mode,
+                                         int n_ctx_orig, float freq_base, float freq_scale, float ext_factor,
+                                         float attn_factor, float beta_fast, float beta_slow) {
+    GGMLX_CTX_CHECK(ctx);
+    struct ggml_tensor * result = ggml_rope_multi(ctx, a, b, c, n_dims, sections, mode, n_ctx_orig, freq_base,
+                                                  freq_scale, ext_factor, attn_factor, beta_fast, beta_slow);
+    if (result != NULL) {
+        result->op = GGML_OP_ROPE_BACK;
+    }
+    return result;
+}
+
+/* a: the gradient of ggml_im2col(b, image, ...) ; ne: the image's shape. The image's gradient: each
+ * column entry's gradient added to the pixel it was read from. */
+struct ggml_tensor * ggml_im2col_back(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b,
+                                     int64_t * ne, int s0, int s1, int p0, int p1, int d0, int d1, bool is_2D) {
+    GGMLX_CTX_CHECK(ctx);
+    GGMLX_REQUIRE(ctx, ne != NULL, "ne is NULL");
+    if (!ggmlx_require_f32(ctx, a, "a", __func__)) {
+        return NULL;
+    }
+    GGMLX_REQUIRE_TENSOR(ctx, b);
+    GGMLX_REQUIRE(ctx, s0 > 0 && s1 > 0 && d0 > 0 && d1 > 0 && p0 >= 0 && p1 >= 0,
+                  "need strides and dilations > 0 and paddings >= 0, got s %d %d, p %d %d, d %d %d", s0, s1, p0, p1,
+                  d0, d1);
+    const int64_t KW = b->ne[0], KH = is_2D ? b->ne[1] : 1;
+    const int64_t IC = is_2D ? ne[2] : ne[1];
+    const int64_t IW = ne[0], IH = is_2D ? ne[1] : 1;
+    const int64_t OW = (IW + 2 * p0 - d0 * (KW - 1) - 1) / s0 + 1;
+    const int64_t OH = is_2D ? (IH + 2 * p1 - d1 * (KH - 1) - 1) / s1 + 1 : 1;
+    const bool fits = a->ne[0] == IC * KH * KW && a->ne[1] == OW && (is_2D ? a->ne[2] == OH && a->ne[3] == ne[3]
+                                                                           : a->ne[2] == ne[2] && a->ne[3] == 1);
+    GGMLX_REQUIRE(ctx, fits, "a %s is not the im2col of an image [%lld, %lld, %lld, %lld] with kernel %s",
+                  GGMLX_SHAPE(a), (long long) ne[0], (long long) ne[1], (long long) ne[2], (long long) ne[3],
+                  GGMLX_SHAPE(b));
+    struct ggml_tensor * result = ggmlx_new_tensor_impl(ctx, GGML_TYPE_F32, 4, ne, NULL, 0, __func__);
+    if (result == NULL) {
+        return NULL;
+    }
+    const int32_t params[7] = { s0, s1, p0, p1, d0, d1, is_2D ? 1 : 0 };
+    ggmlx_set_op_params(result, params, sizeof params);
+    result->op     = GGML_OP_IM2COL_BACK;
+    result->src[0] = a;
+    result->src[1] = b;
+    return result;
+}
+
+/* a: the gradient of ggml_pool_2d(af, ...); af: the pooled input. The input's gradient. */
+struct ggml_tensor * ggml_pool_2d_back(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * af,
+                                      enum ggml_op_pool op, int k0, int k1, int s0, int s1, float p0, float p1) {
+    GGMLX_CTX_CHECK(ctx);
+    if (!ggmlx_require_f32(ctx, a, "a", __func__)) {
+        return NULL;
+    }
+    GGMLX_REQUIRE_TENSOR(ctx, af);
+    GGMLX_REQUIRE(ctx, op == GGML_OP_POOL_MAX || op == GGML_OP_POOL_AVG, "op %d is not a pool op", (int) op);
+    GGMLX_REQUIRE(ctx, k0 > 0 && k1 > 0 && s0 > 0 && s1 > 0 && p0 >= 0.0f && p1 >= 0.0f && p0 < 1e6f && p1 < 1e6f,
+                  "need k0, k1, s0, s1 > 0 and paddings in [0, 1e6)");
+    const int64_t OW = (af->ne[0] + 2 * (int64_t) p0 - k0) / s0 + 1, OH = (af->ne[1] + 2 * (int64_t) p1 - k1) / s1 + 1;
+    GGMLX_REQUIRE(ctx, a->ne[0] == OW && a->ne[1] == OH && a->ne[2] == af->ne[2] && a->ne[3] == af->ne[3],
+                  "a %s is not the pool of af %s", GGMLX_SHAPE(a), GGMLX_SHAPE(af));
+    struct ggml_tensor * result = ggmlx_new_tensor_impl(ctx, GGML_TYPE_F32, 4, af->ne, NULL, 0, __func__);
+    if (result == NULL) {
+        return NULL;
+    }
+    const int32_t params[7] = { (int32_t) op, k0, k1, s0, s1, (int32_t) p0, (int32_t) p1 };
+    ggmlx_set_op_params(result, params, sizeof params);
+    result->op     = GGML_OP_POOL_2D_BACK;
+    result->src[0] = a;
+    result->src[1] = af;
+    return result;
+}

@@ -241,11 +241,14 @@ ggmlx_cpu_kernel_t ggmlx_cpu_kernel_for(const struct ggml_tensor * node) {
     case GGML_OP_SOFT_MAX:
         return s0->type == GGML_TYPE_F32 ? ggmlx_cpu_soft_max : NULL;
     case GGML_OP_ROPE:
+    case GGML_OP_ROPE_BACK: /* the rotation by -theta */
         return s0->type != GGML_TYPE_F32 && s0->type != GGML_TYPE_F16 ? NULL
              : (ggmlx_get_op_params_i32(node, 2) & GGML_ROPE_TYPE_MROPE) ? ggmlx_cpu_rope_multi : ggmlx_cpu_rope;
-    case GGML_OP_ROPE_BACK: /* the rotation by -theta, normal and NEOX layouts */
-        return (s0->type == GGML_TYPE_F32 || s0->type == GGML_TYPE_F16) &&
-               !(ggmlx_get_op_params_i32(node, 2) & GGML_ROPE_TYPE_MROPE) ? ggmlx_cpu_rope : NULL;
+    case GGML_OP_IM2COL_BACK:
+        return s0->type == GGML_TYPE_F32 && node->type == GGML_TYPE_F32 ? ggmlx_cpu_im2col_back : NULL;
+    case GGML_OP_POOL_2D_BACK:
+        return s0->type == GGML_TYPE_F32 && node->type == GGML_TYPE_F32 &&
+               (s1->type == GGML_TYPE_F32 || s1->type == GGML_TYPE_F16) ? ggmlx_cpu_pool_2d_back : NULL;
     /* training: F32 only, as the constructors require */
     case GGML_OP_REPEAT_BACK:
         return s0->type == GGML_TYPE_F32 && node->type == GGML_TYPE_F32 ? ggmlx_cpu_repeat_back : NULL;
@@ -413,6 +416,7 @@ size_t ggmlx_cpu_work_size(const struct ggml_tensor * node, int n_tasks) {
     case GGML_OP_CONV_2D:
         return ggmlx_cpu_conv_2d_work_size(node, n_tasks);
     case GGML_OP_ROPE:
+    case GGML_OP_ROPE_BACK:
         return (ggmlx_get_op_params_i32(node, 2) & GGML_ROPE_TYPE_MROPE) ? ggmlx_cpu_rope_multi_work_size(node, n_tasks) : 0;
     case GGML_OP_SUM:
         return (size_t)n_tasks * 64; /* per-thread partial sums, one cache line each */

@@ -144,6 +144,10 @@ void   ggmlx_cpu_rms_norm_back        (const struct ggmlx_cpu_params * params, s
 void   ggmlx_cpu_soft_max_back        (const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
 void   ggmlx_cpu_get_rows_back        (const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
 
+/* ops-backward-image.c: IM2COL_BACK (the columns' gradient summed into the image), POOL_2D_BACK (F32) */
+void   ggmlx_cpu_im2col_back          (const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
+void   ggmlx_cpu_pool_2d_back         (const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
+
 /* ops-train.c: CROSS_ENTROPY_LOSS (+ _BACK), OPT_STEP_ADAMW, OPT_STEP_SGD (F32) */
 void   ggmlx_cpu_cross_entropy_loss          (const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
 size_t ggmlx_cpu_cross_entropy_loss_work_size(int n_tasks);

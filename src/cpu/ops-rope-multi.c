@@ -104,6 +104,8 @@ void ggmlx_cpu_rope_multi(const struct ggmlx_cpu_params * params, struct ggml_te
     }
     const enum ggml_type ty = src->type;
     const size_t es = ggml_type_size(ty), snb0 = src->nb[0], dnb0 = dst->nb[0];
+    /* ROPE_BACK rotates by -theta: the transpose of the forward rotation */
+    const float sgn = dst->op == GGML_OP_ROPE_BACK ? -1.0f : 1.0f;
     float * cs = (float *) ((char *) params->wdata + (size_t) params->ith * ((size_t) ne0 + 16) * sizeof(float));
 
     int64_t r0, r1;
@@ -126,7 +128,7 @@ void ggmlx_cpu_rope_multi(const struct ggmlx_cpu_params * params, struct ggml_te
         for (int64_t p = 0; p < n_pairs; p++) {
             const float x0 = ggmlx_load_f(ty, s + p * snb0);
             const float x1 = ggmlx_load_f(ty, s + (p + partner) * snb0);
-            const float c = cs[2 * p], sn = cs[2 * p + 1];
+            const float c = cs[2 * p], sn = sgn * cs[2 * p + 1];
             ggmlx_store_f(ty, d + p * dnb0, x0 * c - x1 * sn);
             ggmlx_store_f(ty, d + (p + partner) * dnb0, x0 * sn + x1 * c);
         }
