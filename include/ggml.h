@@ -2040,6 +2040,17 @@ extern "C" {
             float                 p0,
             float                 p1);
 
+    /* the gradients of attention V softmax(K^T Q / sqrt(D)) (causal when masked) for q [D, N, h, b],
+     * k [D, M, h_kv, b], v [M, D, h_kv, b] (transposed) and d, O's gradient [D, N, h, b]: F32,
+     * dq, dk, dv end to end, each padded to GGML_MEM_ALIGN bytes */
+    GGML_API struct ggml_tensor * ggml_flash_attn_back(
+           struct ggml_context * ctx,
+           struct ggml_tensor  * q,
+           struct ggml_tensor  * k,
+           struct ggml_tensor  * v,
+           struct ggml_tensor  * d,
+           bool                  masked);
+
     /* a: gradient of get_rows(c, b) (2-D); b: I32 indices; c: the rows' source, for its shape */
     GGML_API struct ggml_tensor * ggml_get_rows_back(
             struct ggml_context * ctx,

@@ -339,3 +339,73 @@ Test(train, an_mlp_trained_with_sgd_reaches_the_target_loss, .timeout = 120) {
     const float loss = train_mlp(false, 4000);
     cr_assert_lt(loss, 0.01f, "loss after 4000 SGD steps: %g", (double) loss);
 }
+
+/* ---- flash_attn_back against the gradients of the unfused graph -------------------------------- */
+
+static void check_flash_attn_back(bool masked) {
+    struct ggml_context * ctx = new_ctx();
+    const int64_t D = 8, N = 5, M = 7, H = 4, HKV = 2;
+    struct ggml_tensor * q = ggml_new_tensor_4d(ctx, GGML_TYPE_F32, D, N, H, 1);
+    struct ggml_tensor * k = ggml_new_tensor_4d(ctx, GGML_TYPE_F32, D, M, HKV, 1);
+    struct ggml_tensor * v = ggml_new_tensor_4d(ctx, GGML_TYPE_F32, M, D, HKV, 1);
+    struct ggml_tensor * d = ggml_new_tensor_4d(ctx, GGML_TYPE_F32, D, N, H, 1);
+    fill(q, 21, 2.0f);
+    fill(k, 22, 2.0f);
+    fill(v, 23, 2.0f);
+    fill(d, 24, 2.0f);
+    ggml_set_param(q);
+    ggml_set_param(k);
+    ggml_set_param(v);
+    /* O = V softmax(K^T Q / sqrt(D)), the loss sum(O * d) has d as O's gradient */
+    struct ggml_tensor * kq = ggml_mul_mat(ctx, k, q);
+    if (masked) {
+        kq = ggml_diag_mask_inf(ctx, kq, (int) (M - N));
+    }
+    struct ggml_tensor * p    = ggml_soft_max_ext(ctx, kq, NULL, 1.0f / sqrtf((float) D), 0.0f);
+    struct ggml_tensor * o    = ggml_mul_mat(ctx, v, p);
+    struct ggml_tensor * loss = ggml_sum(ctx, ggml_mul(ctx, o, d));
+    ggml_set_loss(loss);
+    struct ggml_cgraph * g = ggml_new_graph_custom(ctx, 256, true);
+    ggml_build_forward_expand(g, loss);
+    ggml_build_backward_expand(ctx, g, NULL);
+    struct ggml_tensor * fab = ggml_flash_attn_back(ctx, q, k, v, d, masked);
+    cr_assert_not_null(fab, "%s", ggmlx_last_error());
+    ggml_build_forward_expand(g, fab);
+    ggml_graph_reset(g);
+    cr_assert_eq(ggml_graph_compute_with_ctx(ctx, g, 2), GGML_STATUS_SUCCESS, "%s", ggmlx_last_error());
+    struct ggml_tensor * want[3] = { q, k, v };
+    size_t off = 0;
+    for (int t = 0; t < 3; t++) {
+        struct ggml_tensor * gr = ggml_graph_get_grad(g, want[t]);
+        cr_assert_not_null(gr);
+        const float * got = (const float *) ((const char *) fab->data + off);
+        for (int64_t i = 0; i < ggml_nelements(want[t]); i++) {
+            int64_t i0, i1, i2, i3;
+            ggml_unravel_index(want[t], i, &i0, &i1, &i2, &i3);
+            const float e = *(const float *) ((const char *) gr->data + i0 * gr->nb[0] + i1 * gr->nb[1] +
+                                              i2 * gr->nb[2] + i3 * gr->nb[3]);
+            cr_assert_float_eq(got[i], e, 1e-4f + 1e-4f * fabsf(e), "%s gradient %d, element %lld: %g vs %g",
+                               masked ? "masked" : "full", t, (long long) i, (double) got[i], (double) e);
+        }
+        off += GGML_PAD((size_t) ggml_nelements(want[t]) * sizeof(float), GGML_MEM_ALIGN);
+    }
+    ggml_free(ctx);
+}
+
+Test(train_ops, flash_attn_back_equals_the_gradients_of_the_unfused_graph) {
+    check_flash_attn_back(false);
+}
+
+Test(train_ops, causal_flash_attn_back_equals_the_gradients_of_the_masked_graph) {
+    check_flash_attn_back(true);
+}
+
+Test(train_ops, flash_attn_back_refuses_mismatched_shapes) {
+    struct ggml_context * ctx = new_ctx();
+    struct ggml_tensor * q = ggml_new_tensor_3d(ctx, GGML_TYPE_F32, 8, 5, 3);
+    struct ggml_tensor * k = ggml_new_tensor_3d(ctx, GGML_TYPE_F32, 8, 7, 2);
+    struct ggml_tensor * v = ggml_new_tensor_3d(ctx, GGML_TYPE_F32, 7, 8, 2);
+    cr_assert_null(ggml_flash_attn_back(ctx, q, k, v, q, false)); /* 3 heads do not share 2 */
+    cr_assert_not_null(strstr(ggmlx_last_error(), "shapes do not fit"), "%s", ggmlx_last_error());
+    ggml_free(ctx);
+}

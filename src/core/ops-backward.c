@@ -318,3 +318,39 @@ struct ggml_tensor * ggml_pool_2d_back(struct ggml_context * ctx, struct ggml_te
     result->src[1] = af;
     return result;
 }
+
+/*
+ * The gradients of attention O = V softmax(K^T Q / sqrt(D)) (causal when masked) with respect to
+ * q [D, N, ne2, ne3], k [D, M, kv2, ne3] and v [M, D, kv2, ne3] (v transposed), given d, the
+ * gradient of O [D, N, ne2, ne3]; query heads share key/value heads in groups of ne2 / kv2. The
+ * three gradients are laid end to end in one F32 vector, each padded to GGML_MEM_ALIGN bytes.
+ */
+struct ggml_tensor * ggml_flash_attn_back(struct ggml_context * ctx, struct ggml_tensor * q, struct ggml_tensor * k,
+                                         struct ggml_tensor * v, struct ggml_tensor * d, bool masked) {
+    GGMLX_CTX_CHECK(ctx);
+    if (!ggmlx_require_f32(ctx, q, "q", __func__) || !ggmlx_require_f32(ctx, k, "k", __func__) ||
+        !ggmlx_require_f32(ctx, v, "v", __func__) || !ggmlx_require_f32(ctx, d, "d", __func__)) {
+        return NULL;
+    }
+    const int64_t D = q->ne[0], N = q->ne[1], M = k->ne[1], ne2 = q->ne[2], ne3 = q->ne[3], kv2 = k->ne[2];
+    const bool ok = k->ne[0] == D && v->ne[0] == M && v->ne[1] == D && v->ne[2] == kv2 && v->ne[3] == ne3 &&
+                    k->ne[3] == ne3 && ggml_are_same_shape(q, d) && kv2 > 0 && ne2 % kv2 == 0 && M >= N;
+    GGMLX_REQUIRE(ctx, ok, "shapes do not fit: q %s, k %s, v %s, d %s (k [D, M, kv, ne3], v [M, D, kv, ne3], d like q, "
+                           "q heads a multiple of kv heads, M >= N)", GGMLX_SHAPE(q), GGMLX_SHAPE(k), GGMLX_SHAPE(v),
+                  GGMLX_SHAPE(d));
+    const size_t a = GGML_MEM_ALIGN;
+    const size_t bytes = GGML_PAD((size_t) ggml_nelements(q) * sizeof(float), a) +
+                         GGML_PAD((size_t) ggml_nelements(k) * sizeof(float), a) +
+                         GGML_PAD((size_t) ggml_nelements(v) * sizeof(float), a);
+    struct ggml_tensor * result = ggml_new_tensor_1d(ctx, GGML_TYPE_F32, (int64_t) (bytes / sizeof(float)));
+    if (result == NULL) {
+        return NULL;
+    }
+    ggmlx_set_op_params_i32(result, 0, masked ? 1 : 0);
+    result->op     = GGML_OP_FLASH_ATTN_BACK;
+    result->src[0] = q;
+    result->src[1] = k;
+    result->src[2] = v;
+    result->src[3] = d;
+    return result;
+}

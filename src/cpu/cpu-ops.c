@@ -244,6 +244,9 @@ ggmlx_cpu_kernel_t ggmlx_cpu_kernel_for(const struct ggml_tensor * node) {
     case GGML_OP_ROPE_BACK: /* the rotation by -theta */
         return s0->type != GGML_TYPE_F32 && s0->type != GGML_TYPE_F16 ? NULL
              : (ggmlx_get_op_params_i32(node, 2) & GGML_ROPE_TYPE_MROPE) ? ggmlx_cpu_rope_multi : ggmlx_cpu_rope;
+    case GGML_OP_FLASH_ATTN_BACK:
+        return s0->type == GGML_TYPE_F32 && s1->type == GGML_TYPE_F32 && node->src[2]->type == GGML_TYPE_F32 &&
+               node->src[3]->type == GGML_TYPE_F32 ? ggmlx_cpu_flash_attn_back : NULL;
     case GGML_OP_IM2COL_BACK:
         return s0->type == GGML_TYPE_F32 && node->type == GGML_TYPE_F32 ? ggmlx_cpu_im2col_back : NULL;
     case GGML_OP_POOL_2D_BACK:
@@ -368,7 +371,8 @@ int ggmlx_cpu_n_tasks(const struct ggml_tensor * node, int n_threads) {
     }
     /* Waking a second thread costs a barrier (a few hundred ns on a shared vCPU); not worth it
      * below a few thousand elements of simple work. Matrix products are always worth it. */
-    if (node->op == GGML_OP_MUL_MAT || node->op == GGML_OP_MUL_MAT_ID || node->op == GGML_OP_FLASH_ATTN_EXT) {
+    if (node->op == GGML_OP_MUL_MAT || node->op == GGML_OP_MUL_MAT_ID || node->op == GGML_OP_FLASH_ATTN_EXT ||
+        node->op == GGML_OP_FLASH_ATTN_BACK) {
         return n_threads;
     }
     /* convolutions cost their output times the kernel volume: worth threads even when small */
@@ -424,6 +428,8 @@ size_t ggmlx_cpu_work_size(const struct ggml_tensor * node, int n_tasks) {
         return ggmlx_cpu_count_equal_work_size(n_tasks);
     case GGML_OP_REPEAT_BACK:
         return ggmlx_cpu_repeat_back_work_size(node, n_tasks);
+    case GGML_OP_FLASH_ATTN_BACK:
+        return ggmlx_cpu_flash_attn_back_work_size(node, n_tasks);
     case GGML_OP_CROSS_ENTROPY_LOSS:
         return ggmlx_cpu_cross_entropy_loss_work_size(n_tasks);
     case GGML_OP_ARGSORT:

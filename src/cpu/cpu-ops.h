@@ -148,6 +148,10 @@ void   ggmlx_cpu_get_rows_back        (const struct ggmlx_cpu_params * params, s
 void   ggmlx_cpu_im2col_back          (const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
 void   ggmlx_cpu_pool_2d_back         (const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
 
+/* ops-attn-back.c: FLASH_ATTN_BACK (F32 q, k, v, d) */
+void   ggmlx_cpu_flash_attn_back          (const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
+size_t ggmlx_cpu_flash_attn_back_work_size(const struct ggml_tensor * dst, int n_tasks);
+
 /* ops-train.c: CROSS_ENTROPY_LOSS (+ _BACK), OPT_STEP_ADAMW, OPT_STEP_SGD (F32) */
 void   ggmlx_cpu_cross_entropy_loss          (const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
 size_t ggmlx_cpu_cross_entropy_loss_work_size(int n_tasks);
