@@ -1502,6 +1502,97 @@ extern "C" {
         enum ggml_unary_op    op);
 
     /*
+     * Training ops: the gradients ggml_build_backward_expand builds from, the loss and the
+     * optimizer steps. F32. Each backward op takes the incoming gradient first.
+     */
+    /* a summed down to b's shape: the gradient of ggml_repeat(x, b-shaped) */
+    GGML_API struct ggml_tensor * ggml_repeat_back(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a,
+            struct ggml_tensor  * b);
+
+    /* a: gradient of silu(b); b: silu's input */
+    GGML_API struct ggml_tensor * ggml_silu_back(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a,
+            struct ggml_tensor  * b);
+
+    /* a: gradient of rms_norm(b, eps); b: its input */
+    GGML_API struct ggml_tensor * ggml_rms_norm_back(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a,
+            struct ggml_tensor  * b,
+            float                 eps);
+
+    /* a: gradient of y = soft_max_ext(x, mask, scale, max_bias); b: y. max_bias must be 0. */
+    GGML_API struct ggml_tensor * ggml_soft_max_ext_back(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a,
+            struct ggml_tensor  * b,
+            float                 scale,
+            float                 max_bias);
+
+    GGML_API struct ggml_tensor * ggml_soft_max_ext_back_inplace(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a,
+            struct ggml_tensor  * b,
+            float                 scale,
+            float                 max_bias);
+
+    /* a: gradient of ggml_rope_ext(x, b, c, ...) with the same parameters: rotates it back */
+    GGML_API struct ggml_tensor * ggml_rope_ext_back(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a,
+            struct ggml_tensor  * b,
+            struct ggml_tensor  * c,
+            int                   n_dims,
+            int                   mode,
+            int                   n_ctx_orig,
+            float                 freq_base,
+            float                 freq_scale,
+            float                 ext_factor,
+            float                 attn_factor,
+            float                 beta_fast,
+            float                 beta_slow);
+
+    /* a: gradient of get_rows(c, b) (2-D); b: I32 indices; c: the rows' source, for its shape */
+    GGML_API struct ggml_tensor * ggml_get_rows_back(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a,
+            struct ggml_tensor  * b,
+            struct ggml_tensor  * c);
+
+    /* -sum(b * log_softmax(a)) per row of logits a and labels b, averaged over rows: F32 [1] */
+    GGML_API struct ggml_tensor * ggml_cross_entropy_loss(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a,
+            struct ggml_tensor  * b);
+
+    /* a: gradient of the loss (scalar); b: logits; c: labels */
+    GGML_API struct ggml_tensor * ggml_cross_entropy_loss_back(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a,
+            struct ggml_tensor  * b,
+            struct ggml_tensor  * c);
+
+    /* a (a parameter) -= AdamW step from grad, updating the moments m and v; adamw_params F32 [7]:
+     * alpha, beta1, beta2, eps, weight decay, 1/(1-beta1^t), 1/(1-beta2^t). Result: a view of a. */
+    GGML_API struct ggml_tensor * ggml_opt_step_adamw(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a,
+            struct ggml_tensor  * grad,
+            struct ggml_tensor  * m,
+            struct ggml_tensor  * v,
+            struct ggml_tensor  * adamw_params);
+
+    /* a (a parameter) = a (1 - alpha wd) - alpha grad; sgd_params F32 [2]: alpha, weight decay */
+    GGML_API struct ggml_tensor * ggml_opt_step_sgd(
+            struct ggml_context * ctx,
+            struct ggml_tensor  * a,
+            struct ggml_tensor  * grad,
+            struct ggml_tensor  * sgd_params);
+
+    /*
      * Graphs.
      * ggml_new_graph fails (NULL) on a failed context. ggml_build_forward_expand(gf, NULL) marks
      * gf failed, so that a NULL left by a failed constructor is never taken for "nothing to do".
@@ -1511,7 +1602,8 @@ extern "C" {
     GGML_API struct ggml_cgraph * ggml_graph_dup       (struct ggml_context * ctx, struct ggml_cgraph * cgraph, bool force_grads);
     /* dst must be at least as large as src */
     GGML_API void                 ggml_graph_cpy       (struct ggml_cgraph * src, struct ggml_cgraph * dst);
-    GGML_API void                 ggml_graph_reset     (struct ggml_cgraph * cgraph); /* zero gradients (none kept here) */
+    /* gradient accumulators to 0 (a loss's to 1) and AdamW moments to 0; the graph needs gradients */
+    GGML_API void                 ggml_graph_reset     (struct ggml_cgraph * cgraph);
     GGML_API void                 ggml_graph_clear     (struct ggml_cgraph * cgraph); /* drop every node and leaf */
 
     GGML_API int                   ggml_graph_size   (struct ggml_cgraph * cgraph);
@@ -1526,6 +1618,9 @@ extern "C" {
     GGML_API size_t ggml_graph_overhead_custom(size_t size, bool grads);
 
     GGML_API struct ggml_tensor * ggml_graph_get_tensor(const struct ggml_cgraph * cgraph, const char * name);
+    /* node's gradient (or its accumulator) after ggml_build_backward_expand; NULL when it has none */
+    GGML_API struct ggml_tensor * ggml_graph_get_grad    (const struct ggml_cgraph * cgraph, const struct ggml_tensor * node);
+    GGML_API struct ggml_tensor * ggml_graph_get_grad_acc(const struct ggml_cgraph * cgraph, const struct ggml_tensor * node);
 
     /* print info and performance information for the graph */
     GGML_API void ggml_graph_print(const struct ggml_cgraph * cgraph);
@@ -1535,6 +1630,17 @@ extern "C" {
 
     /* add tensor and everything it depends on to the graph, each node once, sources first */
     GGML_API void ggml_build_forward_expand(struct ggml_cgraph * cgraph, struct ggml_tensor * tensor);
+
+    /*
+     * Append the gradient of the graph's loss (ggml_set_loss) with respect to every parameter
+     * (ggml_set_param) to cgraph, which must have gradients (ggml_new_graph_custom(..., true)).
+     * grad_accs, if not NULL, has one entry per node (NULL or a tensor of the node's shape) to
+     * accumulate that node's gradient into. A graph it cannot differentiate is marked failed.
+     */
+    GGML_API void ggml_build_backward_expand(
+        struct ggml_context *  ctx,
+        struct ggml_cgraph  *  cgraph,
+        struct ggml_tensor  ** grad_accs);
 
     /*
      * Logging. The callback may be called from any thread (queue workers included).

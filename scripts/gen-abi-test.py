@@ -29,7 +29,7 @@ INCLUDE = os.path.join(ROOT, 'include')
 OUT = os.path.join(ROOT, 'tests', 'test-abi.c')
 
 # Headers in the order they are included; only those present in include/ are used.
-HEADERS = ['ggml.h', 'ggml-cpu.h', 'ggml-backend.h', 'ggml-alloc.h', 'ggml-cuda.h', 'gguf.h']
+HEADERS = ['ggml.h', 'ggml-cpu.h', 'ggml-backend.h', 'ggml-alloc.h', 'ggml-cuda.h', 'gguf.h', 'ggml-opt.h']
 
 # Our library only defines ggml-cuda.h's functions in CUDA builds; its constants and enums are
 # still checked whenever the header exists.

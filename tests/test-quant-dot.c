@@ -519,6 +519,67 @@ Test(quant_dot, portable_edge_blocks) { check_type_edges(GGMLX_QDOT_PORTABLE); }
 Test(quant_dot, avx2_edge_blocks) { check_type_edges(GGMLX_QDOT_AVX2); }
 Test(quant_dot, avx512_edge_blocks) { check_type_edges(GGMLX_QDOT_AVX512); }
 
+/*
+ * The 1- and 2-bit formats' SIMD kernels (Q1_0, Q2_0, TQ1_0, TQ2_0, IQ1_S, IQ1_M) take several
+ * blocks or groups per step: every row length from 1 to 9 blocks, so that each partial step is
+ * met, and quant bytes at TQ1_0's trit boundaries (85/86, 170/171: the leading trit changes).
+ */
+static const enum ggml_type k_lowbit[] = { GGML_TYPE_Q1_0, GGML_TYPE_Q2_0, GGML_TYPE_TQ1_0,
+                                           GGML_TYPE_TQ2_0, GGML_TYPE_IQ1_S, GGML_TYPE_IQ1_M };
+
+static const struct qtype * qtype_of(enum ggml_type type) {
+    for (int t = 0; t < N_TYPES; t++) {
+        if (k_types[t].type == type) {
+            return &k_types[t];
+        }
+    }
+    cr_assert_fail("%s is not in k_types", ggml_type_name(type));
+    return NULL;
+}
+
+static void check_lowbit(enum ggmlx_qdot_isa isa) {
+    if (!isa_runs(isa)) {
+        cr_log_warn("this CPU lacks %s: its variant is not tested here", ggmlx_qdot_isa_name(isa));
+        return;
+    }
+    const int bytes[] = { 85, 86, 170, 171, 0x55, 0xaa };
+    for (size_t t = 0; t < sizeof(k_lowbit) / sizeof(k_lowbit[0]); t++) {
+        const struct qtype * qt = qtype_of(k_lowbit[t]);
+        for (int nb = 1; nb <= 9; nb++) {
+            check_dot(qt, isa, (struct dot_case){ nb, 0.05f, -1, 0 }, 8000 + 16 * t + (uint64_t)nb);
+            check_dot(qt, isa, (struct dot_case){ nb, 8.0f, -1, nb % 2 ? 1 : 2 }, 8500 + 16 * t + (uint64_t)nb);
+        }
+        for (size_t b = 0; b < sizeof(bytes) / sizeof(bytes[0]); b++) {
+            check_dot(qt, isa, (struct dot_case){ 5, 0.05f, bytes[b], 0 }, 9000 + 16 * t + b);
+            check_dot(qt, isa, (struct dot_case){ 5, 0.05f, bytes[b], 2 }, 9500 + 16 * t + b);
+        }
+        check_dot(qt, isa, (struct dot_case){ 7, 0.0f, -1, 0 }, 9900 + t); /* zero scales: exactly 0 */
+    }
+}
+
+Test(quant_dot, lowbit_portable_every_block_count) { check_lowbit(GGMLX_QDOT_PORTABLE); }
+Test(quant_dot, lowbit_avx2_every_block_count) { check_lowbit(GGMLX_QDOT_AVX2); }
+Test(quant_dot, lowbit_avx512_every_block_count) { check_lowbit(GGMLX_QDOT_AVX512); }
+
+/* each SIMD variant installs its own kernel for these (none falls back to the one below it) */
+Test(quant_dot, lowbit_simd_variants_have_their_own_kernels) {
+    for (enum ggmlx_qdot_isa isa = GGMLX_QDOT_AVX2; isa <= ggmlx_qdot_isa_best(); isa++) {
+        for (size_t k = 0; k < sizeof(k_lowbit) / sizeof(k_lowbit[0]); k++) {
+            cr_expect_neq((void *)ggmlx_type_traits_cpu_isa(k_lowbit[k], isa)->vec_dot,
+                          (void *)ggmlx_type_traits_cpu_isa(k_lowbit[k], isa - 1)->vec_dot, "%s %s",
+                          ggml_type_name(k_lowbit[k]), ggmlx_qdot_isa_name(isa));
+        }
+    }
+}
+
+/* the activation types are upstream's: Q8_0 for Q1_0 and Q2_0, Q8_K for the others */
+Test(quant_dot, lowbit_activation_types) {
+    for (size_t k = 0; k < sizeof(k_lowbit) / sizeof(k_lowbit[0]); k++) {
+        const enum ggml_type want = k_lowbit[k] == GGML_TYPE_Q1_0 || k_lowbit[k] == GGML_TYPE_Q2_0 ? GGML_TYPE_Q8_0 : GGML_TYPE_Q8_K;
+        cr_expect_eq(ggml_get_type_traits_cpu(k_lowbit[k])->vec_dot_type, want, "%s", ggml_type_name(k_lowbit[k]));
+    }
+}
+
 /* ---- the activation quantizers ------------------------------------------------------------- */
 
 /* reference Q8_0 / Q8_1 block (formats: amax / 127, roundf of x / d computed as x * (1 / d)) */

@@ -83,6 +83,10 @@ struct ggml_cgraph {
     bool                   failed;
     bool                   is_view; /* nodes are borrowed from another graph: no hash set */
     uint64_t               uid;
+    /* with gradients (ggml_new_graph_custom(..., true)): per slot of visited, the gradient of the
+     * tensor in that slot and its accumulator (a tensor the gradient is added into in place) */
+    struct ggml_tensor  ** grads;
+    struct ggml_tensor  ** grad_accs;
 };
 
 /* A fresh process-wide graph identity, never 0. */

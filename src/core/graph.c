@@ -76,22 +76,22 @@ static size_t graph_hash_size(size_t size) {
     return ggmlx_hash_size(size * 2);
 }
 
-static size_t graph_nbytes(size_t size) {
+static size_t graph_nbytes(size_t size, bool grads) {
     const size_t hsize = graph_hash_size(size);
     return sizeof(struct ggml_cgraph) + 2 * size * sizeof(struct ggml_tensor *) /* nodes, leafs */
-           + hsize * sizeof(struct ggml_tensor *) + bitset_words(hsize) * sizeof(uint32_t);
+           + (grads ? 3 : 1) * hsize * sizeof(struct ggml_tensor *) /* keys (, grads, grad_accs) */
+           + bitset_words(hsize) * sizeof(uint32_t);
 }
 
 /* Node indices are ints, and graph_nbytes of this many cannot wrap. */
 #define GRAPH_MAX_SIZE ((size_t) INT32_MAX / 4)
 
 size_t ggml_graph_overhead_custom(size_t size, bool grads) {
-    (void) grads; /* ggmlx keeps no gradients in graphs */
     if (size > GRAPH_MAX_SIZE) {
         ggmlx_error(__func__, "graph size %zu is out of range (at most %zu)", size, GRAPH_MAX_SIZE);
         return 0;
     }
-    return GGMLX_OBJECT_SIZE + (GGMLX_CTX_ALIGN - 1) + GGML_PAD(graph_nbytes(size), GGML_MEM_ALIGN);
+    return GGMLX_OBJECT_SIZE + (GGMLX_CTX_ALIGN - 1) + GGML_PAD(graph_nbytes(size, grads), GGML_MEM_ALIGN);
 }
 
 size_t ggml_graph_overhead(void) {
@@ -99,12 +99,11 @@ size_t ggml_graph_overhead(void) {
 }
 
 struct ggml_cgraph * ggml_new_graph_custom(struct ggml_context * ctx, size_t size, bool grads) {
-    (void) grads;
     GGMLX_CTX_CHECK(ctx);
     GGMLX_REQUIRE(ctx, size > 0 && size <= GRAPH_MAX_SIZE, "graph size %zu is out of range (1..%zu)", size,
                   GRAPH_MAX_SIZE);
 
-    struct ggml_object * obj = ggmlx_ctx_new_object(ctx, GGML_OBJECT_TYPE_GRAPH, graph_nbytes(size));
+    struct ggml_object * obj = ggmlx_ctx_new_object(ctx, GGML_OBJECT_TYPE_GRAPH, graph_nbytes(size, grads));
     if (obj == NULL) {
         return NULL;
     }
@@ -121,6 +120,13 @@ struct ggml_cgraph * ggml_new_graph_custom(struct ggml_context * ctx, size_t siz
     g->visited.size = hsize;
     g->visited.keys = (struct ggml_tensor **) p;
     p += hsize * sizeof(struct ggml_tensor *);
+    if (grads) {
+        g->grads = (struct ggml_tensor **) p;
+        p += hsize * sizeof(struct ggml_tensor *);
+        g->grad_accs = (struct ggml_tensor **) p;
+        p += hsize * sizeof(struct ggml_tensor *);
+        memset(g->grads, 0, 2 * hsize * sizeof(struct ggml_tensor *));
+    }
     g->visited.used = (uint32_t *) p;
     memset(g->visited.used, 0, bitset_words(hsize) * sizeof(uint32_t));
     g->uid = ggmlx_next_graph_uid();
@@ -292,6 +298,10 @@ void ggml_graph_cpy(struct ggml_cgraph * src, struct ggml_cgraph * dst) {
         ggmlx_ok(); /* already a copy of itself: clearing first would empty it */
         return;
     }
+    if (src->grads != NULL && dst->grads == NULL) {
+        ggmlx_error(__func__, "src has gradients and dst has no room for them (ggml_new_graph_custom(..., true))");
+        return;
+    }
     if (dst->size < src->n_nodes || dst->size < src->n_leafs) {
         ggmlx_error(__func__, "dst (size %d) is smaller than src (%d nodes, %d leafs)", dst->size, src->n_nodes,
                     src->n_leafs);
@@ -308,6 +318,14 @@ void ggml_graph_cpy(struct ggml_cgraph * src, struct ggml_cgraph * dst) {
         dst->leafs[i] = src->leafs[i];
         ggmlx_hash_insert(&dst->visited, src->leafs[i]);
     }
+    if (src->grads != NULL && dst->grads != NULL) {
+        for (int i = 0; i < src->n_nodes; i++) {
+            const size_t is = ggmlx_hash_find(&src->visited, src->nodes[i]);
+            const size_t id = ggmlx_hash_find(&dst->visited, src->nodes[i]);
+            dst->grads[id]     = src->grads[is];
+            dst->grad_accs[id] = src->grad_accs[is];
+        }
+    }
     dst->failed = src->failed;
     dst->uid    = src->uid;
     ggmlx_ok();
@@ -316,19 +334,12 @@ void ggml_graph_cpy(struct ggml_cgraph * src, struct ggml_cgraph * dst) {
 struct ggml_cgraph * ggml_graph_dup(struct ggml_context * ctx, struct ggml_cgraph * cgraph, bool force_grads) {
     GGMLX_CTX_CHECK(ctx);
     GGMLX_REQUIRE(ctx, cgraph != NULL, "cgraph is NULL");
-    struct ggml_cgraph * g = ggml_new_graph_custom(ctx, (size_t) cgraph->size, force_grads);
+    struct ggml_cgraph * g = ggml_new_graph_custom(ctx, (size_t) cgraph->size, cgraph->grads != NULL || force_grads);
     if (g == NULL) {
         return NULL;
     }
     ggml_graph_cpy(cgraph, g);
     return g;
-}
-
-void ggml_graph_reset(struct ggml_cgraph * cgraph) {
-    /* resets gradients upstream; ggmlx graphs carry none, so there is nothing to zero */
-    if (cgraph == NULL) {
-        ggmlx_error(__func__, "cgraph is NULL");
-    }
 }
 
 void ggml_graph_clear(struct ggml_cgraph * cgraph) {
@@ -339,6 +350,10 @@ void ggml_graph_clear(struct ggml_cgraph * cgraph) {
     cgraph->n_leafs = 0;
     cgraph->failed  = false;
     memset(cgraph->visited.used, 0, bitset_words(cgraph->visited.size) * sizeof(uint32_t));
+    if (cgraph->grads != NULL) { /* a slot's next tensor must not inherit the last one's gradient */
+        memset(cgraph->grads, 0, cgraph->visited.size * sizeof(struct ggml_tensor *));
+        memset(cgraph->grad_accs, 0, cgraph->visited.size * sizeof(struct ggml_tensor *));
+    }
     cgraph->uid = ggmlx_next_graph_uid();
 }
 
@@ -385,6 +400,23 @@ struct ggml_tensor * ggml_graph_get_tensor(const struct ggml_cgraph * cgraph, co
         }
     }
     return NULL;
+}
+
+static struct ggml_tensor * grad_slot(const struct ggml_cgraph * g, struct ggml_tensor * const * arr,
+                                      const struct ggml_tensor * node) {
+    if (g == NULL || node == NULL || arr == NULL) {
+        return NULL;
+    }
+    const size_t i = ggmlx_hash_find(&g->visited, node);
+    return i != GGMLX_HASH_FULL && slot_used(&g->visited, i) ? arr[i] : NULL;
+}
+
+struct ggml_tensor * ggml_graph_get_grad(const struct ggml_cgraph * cgraph, const struct ggml_tensor * node) {
+    return grad_slot(cgraph, cgraph ? cgraph->grads : NULL, node);
+}
+
+struct ggml_tensor * ggml_graph_get_grad_acc(const struct ggml_cgraph * cgraph, const struct ggml_tensor * node) {
+    return grad_slot(cgraph, cgraph ? cgraph->grad_accs : NULL, node);
 }
 
 bool ggmlx_graph_is_failed(const struct ggml_cgraph * cgraph) {

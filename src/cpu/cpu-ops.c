@@ -222,7 +222,27 @@ ggmlx_cpu_kernel_t ggmlx_cpu_kernel_for(const struct ggml_tensor * node) {
     case GGML_OP_SOFT_MAX:
         return s0->type == GGML_TYPE_F32 ? ggmlx_cpu_soft_max : NULL;
     case GGML_OP_ROPE:
+    case GGML_OP_ROPE_BACK:
         return (s0->type == GGML_TYPE_F32 || s0->type == GGML_TYPE_F16) ? ggmlx_cpu_rope : NULL;
+    /* training: F32 only, as the constructors require */
+    case GGML_OP_REPEAT_BACK:
+        return s0->type == GGML_TYPE_F32 && node->type == GGML_TYPE_F32 ? ggmlx_cpu_repeat_back : NULL;
+    case GGML_OP_SILU_BACK:
+        return s0->type == GGML_TYPE_F32 && s1->type == GGML_TYPE_F32 ? ggmlx_cpu_silu_back : NULL;
+    case GGML_OP_RMS_NORM_BACK:
+        return s0->type == GGML_TYPE_F32 && s1->type == GGML_TYPE_F32 ? ggmlx_cpu_rms_norm_back : NULL;
+    case GGML_OP_SOFT_MAX_BACK:
+        return s0->type == GGML_TYPE_F32 && s1->type == GGML_TYPE_F32 ? ggmlx_cpu_soft_max_back : NULL;
+    case GGML_OP_GET_ROWS_BACK:
+        return s0->type == GGML_TYPE_F32 && s1->type == GGML_TYPE_I32 ? ggmlx_cpu_get_rows_back : NULL;
+    case GGML_OP_CROSS_ENTROPY_LOSS:
+        return s0->type == GGML_TYPE_F32 && s1->type == GGML_TYPE_F32 ? ggmlx_cpu_cross_entropy_loss : NULL;
+    case GGML_OP_CROSS_ENTROPY_LOSS_BACK:
+        return s0->type == GGML_TYPE_F32 && s1->type == GGML_TYPE_F32 ? ggmlx_cpu_cross_entropy_loss_back : NULL;
+    case GGML_OP_OPT_STEP_ADAMW:
+        return s0->type == GGML_TYPE_F32 ? ggmlx_cpu_opt_step_adamw : NULL;
+    case GGML_OP_OPT_STEP_SGD:
+        return s0->type == GGML_TYPE_F32 ? ggmlx_cpu_opt_step_sgd : NULL;
     default:
         return NULL;
     }
@@ -239,7 +259,8 @@ int ggmlx_cpu_n_tasks(const struct ggml_tensor * node, int n_threads) {
     }
     /* reductions read far more than they write; everything else costs about its output */
     const bool reduces = node->op == GGML_OP_SUM || node->op == GGML_OP_SUM_ROWS || node->op == GGML_OP_MEAN ||
-                         node->op == GGML_OP_ARGMAX || node->op == GGML_OP_COUNT_EQUAL || node->op == GGML_OP_GROUP_NORM;
+                         node->op == GGML_OP_ARGMAX || node->op == GGML_OP_COUNT_EQUAL || node->op == GGML_OP_GROUP_NORM ||
+                         node->op == GGML_OP_REPEAT_BACK || node->op == GGML_OP_CROSS_ENTROPY_LOSS;
     /* an outer product costs its output times the summed dim */
     const int64_t n = node->op == GGML_OP_OUT_PROD ? ggml_nelements(node) * node->src[0]->ne[1]
                                                    : ggml_nelements(reduces ? node->src[0] : node);
@@ -266,6 +287,10 @@ size_t ggmlx_cpu_work_size(const struct ggml_tensor * node, int n_tasks) {
         return (size_t)n_tasks * 64; /* per-thread partial sums, one cache line each */
     case GGML_OP_COUNT_EQUAL:
         return ggmlx_cpu_count_equal_work_size(n_tasks);
+    case GGML_OP_REPEAT_BACK:
+        return ggmlx_cpu_repeat_back_work_size(node, n_tasks);
+    case GGML_OP_CROSS_ENTROPY_LOSS:
+        return ggmlx_cpu_cross_entropy_loss_work_size(n_tasks);
     case GGML_OP_ARGSORT:
     case GGML_OP_TOP_K:
         return ggmlx_cpu_sort_work_size(node, n_tasks);

@@ -105,7 +105,7 @@ void ggmlx_cpu_affine(const struct ggmlx_cpu_params * params, struct ggml_tensor
 void ggmlx_cpu_diag_mask(const struct ggmlx_cpu_params * params, struct ggml_tensor * dst, float fill);
 void ggmlx_cpu_diag_mask_inf(const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
 
-/* ops-rope.c: ROPE (normal and NEOX) */
+/* ops-rope.c: ROPE (normal and NEOX) and ROPE_BACK (the rotation by -theta) */
 void ggmlx_cpu_rope(const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
 
 /* ops-matmul.c: MUL_MAT with F32, F16, BF16 src0 and F32 src1 */
@@ -135,5 +135,20 @@ size_t ggmlx_cpu_sort_work_size (const struct ggml_tensor * dst, int n_tasks);
 /* ops-pad.c: PAD of any one-element-per-block type, PAD_REFLECT_1D (F32) */
 void ggmlx_cpu_pad           (const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
 void ggmlx_cpu_pad_reflect_1d(const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
+
+/* ops-backward.c: REPEAT_BACK, SILU_BACK, RMS_NORM_BACK, SOFT_MAX_BACK, GET_ROWS_BACK (F32) */
+void   ggmlx_cpu_repeat_back          (const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
+size_t ggmlx_cpu_repeat_back_work_size(const struct ggml_tensor * dst, int n_tasks);
+void   ggmlx_cpu_silu_back            (const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
+void   ggmlx_cpu_rms_norm_back        (const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
+void   ggmlx_cpu_soft_max_back        (const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
+void   ggmlx_cpu_get_rows_back        (const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
+
+/* ops-train.c: CROSS_ENTROPY_LOSS (+ _BACK), OPT_STEP_ADAMW, OPT_STEP_SGD (F32) */
+void   ggmlx_cpu_cross_entropy_loss          (const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
+size_t ggmlx_cpu_cross_entropy_loss_work_size(int n_tasks);
+void   ggmlx_cpu_cross_entropy_loss_back     (const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
+void   ggmlx_cpu_opt_step_adamw              (const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
+void   ggmlx_cpu_opt_step_sgd                (const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
 
 #endif /* GGMLX_CPU_OPS_H */

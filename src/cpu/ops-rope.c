@@ -65,6 +65,8 @@ void ggmlx_cpu_rope(const struct ggmlx_cpu_params * params, struct ggml_tensor *
         return;
     }
     const bool    f16  = src->type == GGML_TYPE_F16;
+    /* ROPE_BACK rotates by -theta: the transpose of the forward rotation */
+    const float   sgn  = dst->op == GGML_OP_ROPE_BACK ? -1.0f : 1.0f;
     const size_t  snb0 = src->nb[0], dnb0 = dst->nb[0];
     /* the partner of pair i: the next element (normal) or the one half the rotated dims away (NEOX) */
     const int64_t step = ra.neox ? n_pairs : 1;
@@ -97,6 +99,7 @@ void ggmlx_cpu_rope(const struct ggmlx_cpu_params * params, struct ggml_tensor *
             } else {
                 pair_cos_sin(&ra, p, i, &c, &sn);
             }
+            sn *= sgn;
             const int64_t j0 = ra.neox ? i : 2 * (int64_t)i;
             const int64_t j1 = j0 + step;
             const float x0 = load_elem(s + j0 * snb0, f16);

@@ -280,6 +280,31 @@ static void pass3(struct ggml_backend_sched * sched, struct ggml_cgraph * g) {
 
 /* ---- pass 4 --------------------------------------------------------------------------------- */
 
+/*
+ * An AdamW step updates its moments (sources 2 and 3) in place, besides the parameter it is a
+ * view of. A moment the step's backend cannot use where it lives would be copied in and the
+ * update lost at every step, silently: refuse the graph instead.
+ */
+static bool inplace_sources_reachable(struct ggml_backend_sched * sched, struct ggml_cgraph * g, const char * func) {
+    for (int i = 0; i < g->n_nodes; i++) {
+        struct ggml_tensor * node = g->nodes[i];
+        if (node->op != GGML_OP_OPT_STEP_ADAMW) {
+            continue;
+        }
+        const int b = NODE_INFO(sched, i)->backend;
+        for (int j = 2; j <= 3; j++) {
+            struct ggml_tensor * s = node->src[j];
+            if (s != NULL && !can_read(sched, s, b)) {
+                ggmlx_error(func, "node %d ('%s') updates '%s' in place, but it lives in memory backend %s cannot use: "
+                            "keep the optimizer's moments in the parameter's buffer type", i, node->name, s->name,
+                            ggml_backend_name(sched->backends[b]));
+                return false;
+            }
+        }
+    }
+    return true;
+}
+
 static bool pass4(struct ggml_backend_sched * sched, struct ggml_cgraph * g, const char * func) {
     for (int i = 0; i < g->n_nodes; i++) {
         struct ggml_tensor * node = g->nodes[i];
@@ -324,7 +349,7 @@ static bool pass4(struct ggml_backend_sched * sched, struct ggml_cgraph * g, con
             li->cause   = CAUSE_FALLBACK;
         }
     }
-    return true;
+    return inplace_sources_reachable(sched, g, func);
 }
 
 /* ---- growable arrays ------------------------------------------------------------------------ */

@@ -21,6 +21,7 @@
 #    define QX_VNNI  0
 #    include "dot-x86.h"
 #    include "dot-iq-x86.h"
+#    include "dot-lowbit-x86.h"
 #    if defined(__clang__)
 #        pragma clang attribute pop
 #    else
@@ -30,6 +31,7 @@
 void ggmlx_qdot_fill_avx2(ggmlx_qdot_table t) {
     ggmlx_qdot_apply(t, entries_avx2, sizeof(entries_avx2) / sizeof(entries_avx2[0]));
     ggmlx_qdot_apply(t, iq_entries_avx2, sizeof(iq_entries_avx2) / sizeof(iq_entries_avx2[0]));
+    ggmlx_qdot_apply(t, lowbit_entries_avx2, sizeof(lowbit_entries_avx2) / sizeof(lowbit_entries_avx2[0]));
 }
 #else
 void ggmlx_qdot_fill_avx2(ggmlx_qdot_table t) { (void)t; }

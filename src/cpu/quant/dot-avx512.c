@@ -23,6 +23,7 @@
 #    define QX_VNNI  1
 #    include "dot-x86.h"
 #    include "dot-iq-x86.h"
+#    include "dot-lowbit-x86.h"
 
 /*
  * Q4_0, Q8_0, Q4_K and Q6_K (the types matrix-vector products lean on most) on 512-bit vectors,
@@ -261,6 +262,7 @@ static const struct ggmlx_qdot_entry entries_vbmi[] = {
 void ggmlx_qdot_fill_avx512_base(ggmlx_qdot_table t) {
     ggmlx_qdot_apply(t, entries_avx512, sizeof(entries_avx512) / sizeof(entries_avx512[0]));
     ggmlx_qdot_apply(t, iq_entries_avx512, sizeof(iq_entries_avx512) / sizeof(iq_entries_avx512[0]));
+    ggmlx_qdot_apply(t, lowbit_entries_avx512, sizeof(lowbit_entries_avx512) / sizeof(lowbit_entries_avx512[0]));
     ggmlx_qdot_apply(t, entries_zmm, sizeof(entries_zmm) / sizeof(entries_zmm[0]));
 }
 

@@ -452,30 +452,6 @@ static void QX(vec_dot_iq4_xs_q8_K)(GGMLX_VEC_DOT_ARGS) {
     *s = acc;
 }
 
-/* TQ2_0: 2-bit values 0..2 meaning -1..1; the -1 comes back as the sum of the activations */
-static void QX(vec_dot_tq2_0_q8_K)(GGMLX_VEC_DOT_ARGS) {
-    GGMLX_VEC_DOT_UNUSED;
-    const block_tq2_0 * restrict x   = vx;
-    const block_q8_K * restrict  y   = vy;
-    const int                    nb  = n / QK_K;
-    const __m256i                m3  = _mm256_set1_epi8(3);
-    float                        acc = 0.0f;
-    for (int i = 0; i < nb; i++) {
-        __m256i sumi = _mm256_setzero_si256();
-        for (int g = 0; g < 2; g++) {
-            const __m256i q = _mm256_loadu_si256((const __m256i *)(x[i].qs + 32 * g));
-            for (int l = 0; l < 4; l++) {
-                const __m256i u = _mm256_and_si256(_mm256_srli_epi16(q, 2 * l), m3);
-                sumi = QX(dpbusd)(sumi, u, _mm256_loadu_si256((const __m256i *)(y[i].qs + 128 * g + 32 * l)));
-            }
-        }
-        const __m256i b  = _mm256_loadu_si256((const __m256i *)y[i].bsums);
-        const int     sy = QX(hsum_epi32)(_mm256_madd_epi16(b, _mm256_set1_epi16(1)));
-        acc += QX(h2f)(x[i].d) * y[i].d * (float)(QX(hsum_epi32)(sumi) - sy);
-    }
-    *s = acc;
-}
-
 /* ---- activation quantizers (byte-identical to the portable ones) --------------------------- */
 
 /* roundf: truncate, then step away from zero where the dropped part is at least one half */
@@ -584,7 +560,6 @@ static const struct ggmlx_qdot_entry QX(entries)[] = {
     { GGML_TYPE_IQ4_NL, NULL, QX(vec_dot_iq4_nl_q8_0) },
     { GGML_TYPE_MXFP4, NULL, QX(vec_dot_mxfp4_q8_0) },
     { GGML_TYPE_NVFP4, NULL, QX(vec_dot_nvfp4_q8_0) },
-    { GGML_TYPE_TQ2_0, NULL, QX(vec_dot_tq2_0_q8_K) },
     { GGML_TYPE_Q2_K, NULL, QX(vec_dot_q2_K_q8_K) },
     { GGML_TYPE_Q3_K, NULL, QX(vec_dot_q3_K_q8_K) },
     { GGML_TYPE_Q4_K, NULL, QX(vec_dot_q4_K_q8_K) },
