@@ -1,7 +1,7 @@
 /*
  * bench-cpu.c -- CPU throughput: matrix products and per-node overhead of the graph executor.
  *
- *   bench-cpu [--quick] [--json] [--runs N] [--only fma_peak|mul_mat|mul_mat_vec|mem_read|cpy|add_chain]
+ *   bench-cpu [--quick] [--json] [--runs N] [--only fma_peak|mul_mat|mul_mat_vec|mem_read|cpy|add_chain|conv]
  *
  * mul_mat: a (weights, F32/F16/BF16) [K=4096, N=4096] times b (F32) [K, M=512], 2*K*N*M flops,
  * on 1 and 2 threads; reported as GFLOP/s, best of a few runs after a warm-up. mul_mat_f32_pair:
@@ -16,6 +16,9 @@
  * or throttled machine it can be far below the data-sheet peak).
  * add chain: a graph of 2000 dependent ADDs of 16-element F32 vectors, built once and computed
  * repeatedly; reported as microseconds per node (what the executor costs beyond the kernels).
+ * conv: a 3x3 convolution of a 64x64 image, 256 channels in and out (F32 kernel and data), as
+ * upstream's im2col + mul_mat graph (ggml_conv_2d: F16 columns) and as the direct op
+ * (ggml_conv_2d_direct), in GFLOP/s (2 * OW * OH * OC * IC * 9 per run), beside the F32 GEMM's.
  * --quick shrinks everything so CI can smoke-run it in a second or two; --json prints JSON
  * instead of the markdown table.
  */
@@ -521,6 +524,36 @@ static int bench_add_chain(int n_nodes, int64_t n_elems, int runs) {
     return rc;
 }
 
+static int bench_conv(bool direct, int64_t C, int64_t HW, int runs) {
+    const size_t mem = (size_t) (9 * C * C + HW * HW * C * 4) * sizeof(float) + (size_t) (HW * HW * 9 * C) * 2 +
+                       64 * ggml_tensor_overhead() + ggml_graph_overhead() + (4u << 20);
+    struct ggml_init_params ip = { mem, NULL, false };
+    struct ggml_context * ctx = ggml_init(ip);
+    if (ctx == NULL) {
+        fprintf(stderr, "ggml_init(%zu bytes) failed\n", mem);
+        return 1;
+    }
+    struct ggml_tensor * k = ggml_new_tensor_4d(ctx, GGML_TYPE_F32, 3, 3, C, C);
+    struct ggml_tensor * x = ggml_new_tensor_4d(ctx, GGML_TYPE_F32, HW, HW, C, 1);
+    struct ggml_tensor * y = direct ? ggml_conv_2d_direct(ctx, k, x, 1, 1, 1, 1, 1, 1)
+                                    : ggml_conv_2d(ctx, k, x, 1, 1, 1, 1, 1, 1);
+    struct ggml_cgraph * gf = ggml_new_graph(ctx);
+    if (y == NULL || gf == NULL) {
+        fprintf(stderr, "building the conv graph failed: %s\n", ggmlx_last_error() ? ggmlx_last_error() : "?");
+        ggml_free(ctx);
+        return 1;
+    }
+    ggml_build_forward_expand(gf, y);
+    fill(k, 3);
+    fill(x, 4);
+    char shape[64];
+    snprintf(shape, sizeof shape, "3x3, %lld ch, %lldx%lld", (long long) C, (long long) HW, (long long) HW);
+    const double flops = 2.0 * (double) (HW * HW) * (double) C * (double) C * 9.0;
+    int rc = time_rate(gf, runs, direct ? "conv_2d_direct_f32" : "conv_2d_im2col_f32", shape, flops, "GFLOP/s");
+    ggml_free(ctx);
+    return rc;
+}
+
 static void print_markdown(void) {
     printf("| benchmark | shape | threads | result |\n");
     printf("|---|---|---:|---:|\n");
@@ -595,6 +628,10 @@ int main(int argc, char ** argv) {
     }
     if (WANT("add_chain")) {
         rc |= bench_add_chain(chain, 16, quick ? 3 : 20);
+    }
+    if (WANT("conv")) {
+        rc |= bench_conv(false, quick ? 32 : 256, quick ? 16 : 64, quick ? 2 : 3);
+        rc |= bench_conv(true, quick ? 32 : 256, quick ? 16 : 64, quick ? 2 : 3);
     }
 #undef WANT
 

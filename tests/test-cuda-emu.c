@@ -39,6 +39,9 @@ static struct cf_options emu_options(void) {
     return o;
 }
 
+/* the cases the emulated kernels ran on 2026-12-04: 719 (with EMU_FILTER unset) */
+#define EMU_MIN_PASSED 700
+
 static void run_conformance_on_emu(void) {
     cr_assert_not_null(ggmlx_emu_device(), "%s", cf_last_error());
     struct cf_options opt = emu_options();
@@ -53,8 +56,9 @@ static void run_conformance_on_emu(void) {
     cr_assert_eq(failed, 0, "%d case(s) failed on EMU0 (see the FAIL lines above)", failed);
     cr_assert_geq(sum.n_cases, EMU_MIN_CASES);
     if (EMU_FILTER == NULL) {
-        /* the kernels exist for nearly everything the CPU runs; a sudden drop means supports_op broke */
-        cr_assert_geq(sum.passed, sum.n_cases * 9 / 10, "only %d of %d cases ran on EMU0 (%d skipped)", sum.passed,
+        /* a sudden drop means supports_op broke; a share of all cases would not do, as ops the
+         * CUDA backend does not claim (run by the scheduler on the CPU) keep adding CPU-only cases */
+        cr_assert_geq(sum.passed, EMU_MIN_PASSED, "only %d of %d cases ran on EMU0 (%d skipped)", sum.passed,
                       sum.n_cases, sum.skipped);
         cr_assert_gt(c.launches, 500);
         cr_assert_gt(c.gemm_calls, 20);

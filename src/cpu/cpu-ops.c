@@ -18,6 +18,10 @@ static bool dup_types_supported(const struct ggml_tensor * dst) {
     return s_ok && d_ok;
 }
 
+static bool is_f32_or_f16(enum ggml_type t) {
+    return t == GGML_TYPE_F32 || t == GGML_TYPE_F16;
+}
+
 static bool has_to_float(enum ggml_type t) {
     const struct ggml_type_traits * tr = ggml_get_type_traits(t);
     return tr != NULL && tr->to_float != NULL;
@@ -243,6 +247,40 @@ ggmlx_cpu_kernel_t ggmlx_cpu_kernel_for(const struct ggml_tensor * node) {
         return s0->type == GGML_TYPE_F32 ? ggmlx_cpu_opt_step_adamw : NULL;
     case GGML_OP_OPT_STEP_SGD:
         return s0->type == GGML_TYPE_F32 ? ggmlx_cpu_opt_step_sgd : NULL;
+    /* convolution and images: ops-conv.c, ops-image.c */
+    case GGML_OP_IM2COL:
+        return s1->type == GGML_TYPE_F32 && is_f32_or_f16(node->type) ? ggmlx_cpu_im2col : NULL;
+    case GGML_OP_IM2COL_3D:
+        return s1->type == GGML_TYPE_F32 && is_f32_or_f16(node->type) ? ggmlx_cpu_im2col_3d : NULL;
+    case GGML_OP_COL2IM_1D:
+        return is_float_type(s0->type) && node->type == s0->type ? ggmlx_cpu_col2im_1d : NULL;
+    case GGML_OP_CONV_2D:
+        return is_f32_or_f16(s0->type) && s1->type == GGML_TYPE_F32 && node->type == GGML_TYPE_F32 ? ggmlx_cpu_conv_2d : NULL;
+    case GGML_OP_CONV_3D:
+        return is_f32_or_f16(s0->type) && s1->type == GGML_TYPE_F32 && node->type == GGML_TYPE_F32 ? ggmlx_cpu_conv_3d : NULL;
+    case GGML_OP_CONV_2D_DW:
+        return is_f32_or_f16(s0->type) && s1->type == GGML_TYPE_F32 && node->type == GGML_TYPE_F32 ? ggmlx_cpu_conv_2d_dw : NULL;
+    case GGML_OP_CONV_TRANSPOSE_1D:
+        return is_f32_or_f16(s0->type) && s1->type == GGML_TYPE_F32 && node->type == GGML_TYPE_F32 ? ggmlx_cpu_conv_transpose_1d : NULL;
+    case GGML_OP_CONV_TRANSPOSE_2D:
+        return is_f32_or_f16(s0->type) && s1->type == GGML_TYPE_F32 && node->type == GGML_TYPE_F32 ? ggmlx_cpu_conv_transpose_2d : NULL;
+    case GGML_OP_POOL_1D:
+        return is_f32_or_f16(s0->type) && node->type == GGML_TYPE_F32 ? ggmlx_cpu_pool_1d : NULL;
+    case GGML_OP_POOL_2D:
+        return is_f32_or_f16(s0->type) && node->type == GGML_TYPE_F32 ? ggmlx_cpu_pool_2d : NULL;
+    case GGML_OP_UPSCALE:
+        return s0->type == GGML_TYPE_F32 && node->type == GGML_TYPE_F32 ? ggmlx_cpu_upscale : NULL;
+    case GGML_OP_WIN_PART:
+        return s0->type == GGML_TYPE_F32 && node->type == GGML_TYPE_F32 ? ggmlx_cpu_win_part : NULL;
+    case GGML_OP_WIN_UNPART:
+        return s0->type == GGML_TYPE_F32 && node->type == GGML_TYPE_F32 ? ggmlx_cpu_win_unpart : NULL;
+    case GGML_OP_GET_REL_POS:
+        return s0->type == GGML_TYPE_F16 && node->type == GGML_TYPE_F16 ? ggmlx_cpu_get_rel_pos : NULL;
+    case GGML_OP_ADD_REL_POS:
+        /* the kernel walks rows of a and dst as float arrays and pw, ph as flat arrays */
+        return s0->type == GGML_TYPE_F32 && node->type == GGML_TYPE_F32 && ggml_is_contiguous(s0) && ggml_is_contiguous(node) &&
+               node->src[1]->type == GGML_TYPE_F32 && node->src[2]->type == GGML_TYPE_F32 &&
+               ggml_is_contiguous(node->src[1]) && ggml_is_contiguous(node->src[2]) ? ggmlx_cpu_add_rel_pos : NULL;
     default:
         return NULL;
     }
@@ -256,6 +294,11 @@ int ggmlx_cpu_n_tasks(const struct ggml_tensor * node, int n_threads) {
      * below a few thousand elements of simple work. Matrix products are always worth it. */
     if (node->op == GGML_OP_MUL_MAT) {
         return n_threads;
+    }
+    /* convolutions cost their output times the kernel volume: worth threads even when small */
+    if (node->op == GGML_OP_CONV_2D || node->op == GGML_OP_CONV_3D || node->op == GGML_OP_CONV_2D_DW ||
+        node->op == GGML_OP_CONV_TRANSPOSE_1D || node->op == GGML_OP_CONV_TRANSPOSE_2D) {
+        return ggml_nelements(node) * node->src[0]->ne[0] * node->src[0]->ne[1] < 4096 ? 1 : n_threads;
     }
     /* reductions read far more than they write; everything else costs about its output */
     const bool reduces = node->op == GGML_OP_SUM || node->op == GGML_OP_SUM_ROWS || node->op == GGML_OP_MEAN ||
@@ -283,6 +326,8 @@ size_t ggmlx_cpu_work_size(const struct ggml_tensor * node, int n_tasks) {
                ? ggmlx_cpu_dup_quant_work_size(node, n_tasks) : 0;
     case GGML_OP_SET_ROWS:
         return ggmlx_cpu_set_rows_work_size(node, n_tasks);
+    case GGML_OP_CONV_2D:
+        return ggmlx_cpu_conv_2d_work_size(node, n_tasks);
     case GGML_OP_SUM:
         return (size_t)n_tasks * 64; /* per-thread partial sums, one cache line each */
     case GGML_OP_COUNT_EQUAL:

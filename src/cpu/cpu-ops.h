@@ -150,5 +150,27 @@ size_t ggmlx_cpu_cross_entropy_loss_work_size(int n_tasks);
 void   ggmlx_cpu_cross_entropy_loss_back     (const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
 void   ggmlx_cpu_opt_step_adamw              (const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
 void   ggmlx_cpu_opt_step_sgd                (const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
+/* ops-conv.c: IM2COL, IM2COL_3D, COL2IM_1D, direct CONV_2D / CONV_2D_DW / CONV_3D, CONV_TRANSPOSE_1D/2D */
+void ggmlx_cpu_im2col            (const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
+void ggmlx_cpu_im2col_3d         (const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
+void ggmlx_cpu_col2im_1d         (const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
+void ggmlx_cpu_conv_2d           (const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
+void ggmlx_cpu_conv_3d           (const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
+void ggmlx_cpu_conv_2d_dw        (const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
+void ggmlx_cpu_conv_transpose_1d (const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
+void ggmlx_cpu_conv_transpose_2d (const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
+/* ops-conv-avx512.c: CONV_2D with unit row stride on AVX-512 (false: not taken, use the portable loops) */
+bool   ggmlx_cpu_conv_2d_fast      (const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
+size_t ggmlx_cpu_conv_2d_work_size (const struct ggml_tensor * dst, int n_tasks);
+
+/* ops-image.c: POOL_1D, POOL_2D, UPSCALE (every scale mode and flag), WIN_PART, WIN_UNPART, GET_REL_POS,
+ * ADD_REL_POS */
+void ggmlx_cpu_pool_1d    (const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
+void ggmlx_cpu_pool_2d    (const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
+void ggmlx_cpu_upscale    (const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
+void ggmlx_cpu_win_part   (const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
+void ggmlx_cpu_win_unpart (const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
+void ggmlx_cpu_get_rel_pos(const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
+void ggmlx_cpu_add_rel_pos(const struct ggmlx_cpu_params * params, struct ggml_tensor * dst);
 
 #endif /* GGMLX_CPU_OPS_H */

@@ -373,6 +373,52 @@ static struct ggml_tensor * cf_build_op(struct cf_build * b, const struct cf_op_
     case CF_OP_PAD_REFLECT_1D:
         a = cf_default_input(b, c, c->t0, c->ne, false);
         return a == NULL ? NULL : ggml_pad_reflect_1d(ctx, a, c->ip[0], c->ip[1]);
+
+    case CF_OP_IM2COL:
+    case CF_OP_CONV_2D_DIRECT:
+    case CF_OP_CONV_2D_DW_DIRECT: /* the kernel (nb) first, the data (ne) second */
+        a = cf_input(b, c->t0, c->nb, false, CF_FILL_UNIFORM, -1.0, 1.0);
+        x = cf_input(b, GGML_TYPE_F32, c->ne, permuted, CF_FILL_UNIFORM, -2.0, 2.0);
+        if (a == NULL || x == NULL) {
+            return NULL;
+        }
+        if (c->op == CF_OP_IM2COL) {
+            return ggml_im2col(ctx, a, x, c->ip[0], c->ip[0], c->ip[1], c->ip[2], c->ip[3], c->ip[3], true, c->t1);
+        }
+        return c->op == CF_OP_CONV_2D_DIRECT
+               ? ggml_conv_2d_direct(ctx, a, x, c->ip[0], c->ip[0], c->ip[1], c->ip[2], c->ip[3], c->ip[3])
+               : ggml_conv_2d_dw_direct(ctx, a, x, c->ip[0], c->ip[0], c->ip[1], c->ip[2], c->ip[3], c->ip[3]);
+    case CF_OP_POOL_2D:
+        a = cf_input(b, c->t0, c->ne, permuted, CF_FILL_UNIFORM, -2.0, 1.0);
+        return a == NULL ? NULL
+                         : ggml_pool_2d(ctx, a, (enum ggml_op_pool) c->ip[0], c->ip[1], c->ip[2], c->ip[3], c->ip[3],
+                                        c->fp[0], c->fp[1]);
+    case CF_OP_UPSCALE:
+        a = cf_input(b, c->t0, c->ne, permuted, CF_FILL_UNIFORM, -2.0, 2.0);
+        return a == NULL ? NULL : ggml_interpolate(ctx, a, c->nb[0], c->nb[1], c->nb[2], c->nb[3], (uint32_t) c->ip[0]);
+    case CF_OP_POOL_1D:
+        a = cf_input(b, c->t0, c->ne, permuted, CF_FILL_UNIFORM, -2.0, 1.0);
+        return a == NULL ? NULL : ggml_pool_1d(ctx, a, (enum ggml_op_pool) c->ip[0], c->ip[1], c->ip[2], c->ip[3]);
+    case CF_OP_CONV_TRANSPOSE_2D:
+        a = cf_input(b, c->t0, c->nb, false, CF_FILL_UNIFORM, -1.0, 1.0);
+        x = cf_input(b, GGML_TYPE_F32, c->ne, false, CF_FILL_UNIFORM, -2.0, 2.0);
+        return a == NULL || x == NULL ? NULL : ggml_conv_transpose_2d_p0(ctx, a, x, c->ip[0]);
+    case CF_OP_COL2IM_1D:
+        a = cf_input(b, c->t0, c->ne, false, CF_FILL_UNIFORM, -2.0, 2.0);
+        return a == NULL ? NULL : ggml_col2im_1d(ctx, a, c->ip[0], c->ip[1], c->ip[2]);
+    case CF_OP_WIN_PART:
+        a = cf_input(b, c->t0, c->ne, false, CF_FILL_UNIFORM, -2.0, 2.0);
+        return a == NULL ? NULL : ggml_win_part(ctx, a, c->ip[0]);
+    case CF_OP_GET_REL_POS:
+        a = cf_input(b, c->t0, c->ne, false, CF_FILL_UNIFORM, -2.0, 2.0);
+        return a == NULL ? NULL : ggml_get_rel_pos(ctx, a, c->ip[0], c->ip[0]);
+    case CF_OP_ADD_REL_POS: /* a [W*W, H*Q, B], pw and ph [W, H, Q, B] */
+        cf_ne(ne, c->ne[0] * c->ne[0], c->ne[1] * c->ne[2], c->ne[3], 1);
+        a = cf_input(b, c->t0, ne, false, CF_FILL_UNIFORM, -2.0, 2.0);
+        x = cf_input(b, c->t0, c->ne, false, CF_FILL_UNIFORM, -2.0, 2.0);
+        y = cf_input(b, c->t0, c->ne, false, CF_FILL_UNIFORM, -2.0, 2.0);
+        return a == NULL || x == NULL || y == NULL ? NULL
+               : inplace ? ggml_add_rel_pos_inplace(ctx, a, x, y) : ggml_add_rel_pos(ctx, a, x, y);
     }
     return NULL;
 }

@@ -55,6 +55,18 @@ enum cf_op {
     CF_OP_ARGSORT,
     CF_OP_TOP_K,
     CF_OP_PAD_REFLECT_1D,
+    /* convolution and images */
+    CF_OP_IM2COL,
+    CF_OP_CONV_2D_DIRECT,
+    CF_OP_CONV_2D_DW_DIRECT,
+    CF_OP_POOL_2D,
+    CF_OP_UPSCALE,
+    CF_OP_POOL_1D,
+    CF_OP_CONV_TRANSPOSE_2D,
+    CF_OP_COL2IM_1D,
+    CF_OP_WIN_PART,
+    CF_OP_GET_REL_POS,
+    CF_OP_ADD_REL_POS,
 };
 
 /*
@@ -119,6 +131,8 @@ static const char * cf_op_label(const struct cf_op_case * c) {
         "l2_norm", "group_norm", "out_prod", "diag_mask_zero", "pad", "arange", "timestep_embedding", "count_equal",
         "cumsum", "argsort", "top_k",
         "pad_reflect_1d",
+        "im2col", "conv_2d_direct", "conv_2d_dw_direct", "pool_2d", "interpolate",
+        "pool_1d", "conv_transpose_2d_p0", "col2im_1d", "win_part", "get_rel_pos", "add_rel_pos",
     };
     return names[c->op];
 }
@@ -704,6 +718,90 @@ static void cf_cases_misc(struct cf_case_list * l) {
 }
 
 /*
+ * Convolution and images. im2col and the direct convolutions: ne the data [W, H, C, N], nb the
+ * kernel, ip the stride (both dims), the two paddings and the dilation (both dims); t1 im2col's
+ * column type. pool_2d: ip the pool op, k0, k1, the stride (both dims), fp the paddings.
+ * interpolate: nb the result's shape, ip[0] the mode and flags.
+ */
+static void cf_cases_conv(struct cf_case_list * l) {
+    struct cf_op_case * c;
+    const enum ggml_type col_types[2] = { GGML_TYPE_F32, GGML_TYPE_F16 };
+    for (int t = 0; t < 2; t++) {
+        c = cf_add(l, CF_OP_IM2COL, GGML_TYPE_F16, col_types[t], 33, 31, 3, 2, CF_CONTIG, NULL);
+        c->nb[0] = 3, c->nb[1] = 3, c->nb[2] = 3, c->nb[3] = 4;
+        c->ip[0] = 2, c->ip[1] = 1, c->ip[2] = 0, c->ip[3] = 2;
+        c = cf_add(l, CF_OP_IM2COL, GGML_TYPE_F16, col_types[t], 13, 9, 4, 3, CF_PERMUTED, NULL);
+        c->nb[0] = 5, c->nb[1] = 2, c->nb[2] = 4, c->nb[3] = 1;
+        c->ip[0] = 1, c->ip[1] = 2, c->ip[2] = 1, c->ip[3] = 1;
+    }
+    const enum ggml_type kernel_types[2] = { GGML_TYPE_F32, GGML_TYPE_F16 };
+    for (int t = 0; t < 2; t++) {
+        c = cf_add(l, CF_OP_CONV_2D_DIRECT, kernel_types[t], GGML_TYPE_F32, 33, 31, 5, 2, CF_CONTIG, NULL);
+        c->nb[0] = 3, c->nb[1] = 3, c->nb[2] = 5, c->nb[3] = 7;
+        c->ip[0] = 1, c->ip[1] = 1, c->ip[2] = 1, c->ip[3] = 1;
+        c = cf_add(l, CF_OP_CONV_2D_DIRECT, kernel_types[t], GGML_TYPE_F32, 17, 12, 3, 1, CF_PERMUTED, NULL);
+        c->nb[0] = 4, c->nb[1] = 3, c->nb[2] = 3, c->nb[3] = 5;
+        c->ip[0] = 2, c->ip[1] = 2, c->ip[2] = 0, c->ip[3] = 2;
+        c = cf_add(l, CF_OP_CONV_2D_DW_DIRECT, kernel_types[t], GGML_TYPE_F32, 32, 33, 6, 2, CF_CONTIG, NULL);
+        c->nb[0] = 3, c->nb[1] = 3, c->nb[2] = 1, c->nb[3] = 6;
+        c->ip[0] = 1, c->ip[1] = 1, c->ip[2] = 1, c->ip[3] = 1;
+        c = cf_add(l, CF_OP_CONV_2D_DW_DIRECT, kernel_types[t], GGML_TYPE_F32, 19, 14, 5, 1, CF_PERMUTED, NULL);
+        c->nb[0] = 5, c->nb[1] = 3, c->nb[2] = 1, c->nb[3] = 5;
+        c->ip[0] = 2, c->ip[1] = 2, c->ip[2] = 1, c->ip[3] = 2;
+    }
+    for (int t = 0; t < 2; t++) {
+        for (int op = 0; op < 2; op++) {
+            c = cf_add(l, CF_OP_POOL_2D, kernel_types[t], GGML_TYPE_F32, 33, 31, 3, 2, t ? CF_PERMUTED : CF_CONTIG,
+                       op == GGML_OP_POOL_MAX ? "max" : "avg");
+            c->ip[0] = op, c->ip[1] = 3, c->ip[2] = 2, c->ip[3] = 2;
+            c->fp[0] = 1.0f, c->fp[1] = 1.0f;
+        }
+    }
+    const uint32_t modes[] = {
+        GGML_SCALE_MODE_NEAREST, GGML_SCALE_MODE_BILINEAR, GGML_SCALE_MODE_BICUBIC,
+        GGML_SCALE_MODE_BILINEAR | GGML_SCALE_FLAG_ALIGN_CORNERS, GGML_SCALE_MODE_BICUBIC | GGML_SCALE_FLAG_ALIGN_CORNERS,
+        GGML_SCALE_MODE_BILINEAR | GGML_SCALE_FLAG_ANTIALIAS,
+    };
+    static const char * const mode_names[] = { "nearest", "bilinear", "bicubic", "bilinear-ac", "bicubic-ac",
+                                               "bilinear-aa" };
+    for (int m = 0; m < 6; m++) {
+        /* up by 2 (x) and 1.5 (y), and down by 4 (x) and 2 (y) */
+        c = cf_add(l, CF_OP_UPSCALE, GGML_TYPE_F32, GGML_TYPE_F32, 16, 12, 3, 2, m % 2 ? CF_PERMUTED : CF_CONTIG,
+                   mode_names[m]);
+        c->nb[0] = 32, c->nb[1] = 18, c->nb[2] = 3, c->nb[3] = 2;
+        c->ip[0] = (int) modes[m];
+        c = cf_add(l, CF_OP_UPSCALE, GGML_TYPE_F32, GGML_TYPE_F32, 32, 12, 2, 1, CF_CONTIG, mode_names[m]);
+        c->nb[0] = 8, c->nb[1] = 6, c->nb[2] = 2, c->nb[3] = 1;
+        c->ip[0] = (int) modes[m];
+    }
+    /* pool_1d: ip the pool op, kernel, stride, padding */
+    for (int t = 0; t < 2; t++) {
+        for (int op = 0; op < 2; op++) {
+            c = cf_add(l, CF_OP_POOL_1D, kernel_types[t], GGML_TYPE_F32, 33, 5, 2, 2, t ? CF_PERMUTED : CF_CONTIG,
+                       op == GGML_OP_POOL_MAX ? "max" : "avg");
+            c->ip[0] = op, c->ip[1] = 4, c->ip[2] = 3, c->ip[3] = 2;
+        }
+    }
+    /* conv_transpose_2d_p0: ne the data [W, H, IC, N], nb the kernel [KW, KH, OC, IC], ip[0] the stride */
+    for (int t = 0; t < 2; t++) {
+        c = cf_add(l, CF_OP_CONV_TRANSPOSE_2D, kernel_types[t], GGML_TYPE_F32, 13, 9, 6, 2, CF_CONTIG, NULL);
+        c->nb[0] = 3, c->nb[1] = 4, c->nb[2] = 5, c->nb[3] = 6;
+        c->ip[0] = 2 + t;
+    }
+    /* col2im_1d: ne the columns [K*oc, T_in], ip the stride, oc, the padding */
+    for (int t = 0; t < 3; t++) {
+        c = cf_add(l, CF_OP_COL2IM_1D, cf_float_types[t], cf_float_types[t], 4 * 3, 33, 1, 1, CF_CONTIG, NULL);
+        c->ip[0] = 2 + t % 2, c->ip[1] = 3, c->ip[2] = t;
+    }
+    /* win_part: ne [C, W, H], ip[0] the window; get_rel_pos: ip[0] qh = kh; add_rel_pos: ne pw's shape */
+    cf_add(l, CF_OP_WIN_PART, GGML_TYPE_F32, GGML_TYPE_F32, 7, 13, 11, 1, CF_CONTIG, NULL)->ip[0] = 5;
+    cf_add(l, CF_OP_WIN_PART, GGML_TYPE_F32, GGML_TYPE_F32, 33, 8, 8, 1, CF_CONTIG, NULL)->ip[0] = 4;
+    cf_add(l, CF_OP_GET_REL_POS, GGML_TYPE_F16, GGML_TYPE_F16, 33, 13, 1, 1, CF_CONTIG, NULL)->ip[0] = 7;
+    cf_add(l, CF_OP_ADD_REL_POS, GGML_TYPE_F32, GGML_TYPE_F32, 5, 4, 3, 2, CF_CONTIG, NULL);
+    cf_add(l, CF_OP_ADD_REL_POS, GGML_TYPE_F32, GGML_TYPE_F32, 7, 7, 2, 3, CF_INPLACE, NULL);
+}
+
+/*
  * Quantized operands: products with the weight types models use (odd row counts, a vector, a
  * batch over several tiles, broadcasts over dims 2 and 3, permuted activations), row lookups and
  * copies out of them, copies and row writes into the KV-cache types. A type a device cannot
@@ -764,6 +862,7 @@ static bool cf_make_op_cases(struct cf_case_list * l) {
     cf_cases_quant(l);
     cf_cases_attention(l);
     cf_cases_misc(l);
+    cf_cases_conv(l);
     return !l->oom;
 }
 

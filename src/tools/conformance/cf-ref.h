@@ -19,6 +19,8 @@
 
 #include "ggml-cpu.h"
 
+#include <float.h>
+
 /* a tensor's elements in a host copy of its arena */
 struct cf_acc {
     const unsigned char * base;
@@ -937,6 +939,238 @@ static void cf_ref_pad_reflect(struct cf_ref * r) {
     }
 }
 
+/* ---- convolution and images ---------------------------------------------------------------- */
+
+/* the data element a kernel tap reads, or 0 in the padding */
+static double cf_tap(const struct cf_acc * x, int64_t iw, int64_t ih, int64_t ic, int64_t n) {
+    return iw >= 0 && iw < x->ne[0] && ih >= 0 && ih < x->ne[1] ? cf_at(x, iw, ih, ic, n) : 0.0;
+}
+
+/* column (ic*KH + kh)*KW + kw of row (ow, oh, n) is data (ow*s + kw*d - p0, oh*s + kh*d - p1, ic, n) */
+static void cf_ref_im2col(struct cf_ref * r) {
+    const struct cf_acc k = cf_acc_of(r->b, r->b->in[0], false);
+    const struct cf_acc x = cf_acc_of(r->b, r->b->in[1], false);
+    const int * ip = r->c->ip;
+    const int64_t KW = k.ne[0], KH = k.ne[1];
+    CF_FOR4(r->ne, i0, ow, oh, n) {
+        const int64_t kw = i0 % KW, kh = (i0 / KW) % KH, ic = i0 / (KW * KH);
+        const double v = cf_tap(&x, ow * ip[0] + kw * ip[3] - ip[1], oh * ip[0] + kh * ip[3] - ip[2], ic, n);
+        cf_put(r, i0, ow, oh, n, cf_round_to(r->b->out->type, v), 0.0);
+    }
+}
+
+/* direct loops; the depthwise one reads kernel (kw, kh, 0, c) for channel c only */
+static void cf_ref_conv_2d(struct cf_ref * r) {
+    const struct cf_acc k = cf_acc_of(r->b, r->b->in[0], false);
+    const struct cf_acc x = cf_acc_of(r->b, r->b->in[1], false);
+    const int * ip = r->c->ip;
+    const bool dw = r->c->op == CF_OP_CONV_2D_DW_DIRECT;
+    CF_FOR4(r->ne, ow, oh, oc, n) {
+        struct cf_sum acc = { 0, 0, 0 };
+        const int64_t ic0 = dw ? oc : 0, ic1 = dw ? oc + 1 : k.ne[2];
+        for (int64_t ic = ic0; ic < ic1; ic++) {
+            for (int64_t kh = 0; kh < k.ne[1]; kh++) {
+                for (int64_t kw = 0; kw < k.ne[0]; kw++) {
+                    const double v = cf_tap(&x, ow * ip[0] + kw * ip[3] - ip[1], oh * ip[0] + kh * ip[3] - ip[2], ic, n);
+                    cf_sum_add(&acc, cf_at(&k, kw, kh, dw ? 0 : ic, oc) * v);
+                }
+            }
+        }
+        cf_put(r, ow, oh, oc, n, acc.s, cf_sum_tol(&acc, acc.s, GGML_TYPE_F32) + CF_SUM_ULPS * cf_eps(GGML_TYPE_F32) * sqrt(acc.p2));
+    }
+}
+
+/* MAX of the window inside the data; AVG sums it and divides by k0*k1 (the padding counts as zeros) */
+static void cf_ref_pool_2d(struct cf_ref * r) {
+    const struct cf_acc a = cf_acc_of(r->b, r->b->in[0], false);
+    const int * ip = r->c->ip;
+    const int64_t p0 = (int64_t) r->c->fp[0], p1 = (int64_t) r->c->fp[1];
+    CF_FOR4(r->ne, ox, oy, i2, i3) {
+        struct cf_sum acc = { 0, 0, 0 };
+        double mx = -FLT_MAX;
+        for (int64_t y = oy * ip[3] - p1; y < oy * ip[3] - p1 + ip[2]; y++) {
+            for (int64_t xx = ox * ip[3] - p0; xx < ox * ip[3] - p0 + ip[1]; xx++) {
+                if (xx >= 0 && xx < a.ne[0] && y >= 0 && y < a.ne[1]) {
+                    const double v = cf_at(&a, xx, y, i2, i3);
+                    mx = v > mx ? v : mx;
+                    cf_sum_add(&acc, v);
+                }
+            }
+        }
+        if (ip[0] == GGML_OP_POOL_MAX) {
+            cf_put(r, ox, oy, i2, i3, mx, 0.0);
+        } else {
+            const double w = acc.s / (ip[1] * ip[2]);
+            cf_put(r, ox, oy, i2, i3, w, cf_sum_tol(&acc, acc.s, GGML_TYPE_F32) / (ip[1] * ip[2]) + cf_eps(GGML_TYPE_F32) * fabs(w));
+        }
+    }
+}
+
+static double cf_px(const struct cf_acc * a, int64_t x, int64_t y, int64_t i2, int64_t i3) {
+    x = x < 0 ? 0 : x >= a->ne[0] ? a->ne[0] - 1 : x;
+    y = y < 0 ? 0 : y >= a->ne[1] ? a->ne[1] - 1 : y;
+    return cf_at(a, x, y, i2, i3);
+}
+
+static double cf_cubic(double t) {
+    const double A = -0.75; /* PyTorch's */
+    t = fabs(t);
+    return t <= 1 ? ((A + 2) * t - (A + 3)) * t * t + 1 : t < 2 ? ((A * t - 5 * A) * t + 8 * A) * t - 4 * A : 0;
+}
+
+/*
+ * Resampling as upstream documents it: sample centres at (i + 0.5) / scale - 0.5 (at i / scale
+ * with align-corners, the scale then (n_out - 1) / (n_in - 1)), edges clamped; bicubic is Keys'
+ * kernel with a = -0.75; antialiased bilinear a triangle filter widened by 1 / scale when
+ * shrinking. Positions are computed in float by a backend, so each value may be off by a few
+ * float ulps of the position times the largest step between neighbours.
+ */
+static void cf_ref_upscale(struct cf_ref * r) {
+    const struct cf_acc a = cf_acc_of(r->b, r->b->in[0], false);
+    const uint32_t mode = (uint32_t) r->c->ip[0], m = mode & 0xFF;
+    const int64_t n0 = a.ne[0], n1 = a.ne[1];
+    double sf0 = (double) r->ne[0] / n0, sf1 = (double) r->ne[1] / n1, off = 0.5;
+    if (mode & GGML_SCALE_FLAG_ALIGN_CORNERS) {
+        off = 0;
+        sf0 = r->ne[0] > 1 && n0 > 1 ? (double) (r->ne[0] - 1) / (n0 - 1) : sf0;
+        sf1 = r->ne[1] > 1 && n1 > 1 ? (double) (r->ne[1] - 1) / (n1 - 1) : sf1;
+    }
+    CF_FOR4(r->ne, i0, i1, i2, i3) {
+        const int64_t j2 = i2 * a.ne[2] / r->ne[2], j3 = i3 * a.ne[3] / r->ne[3];
+        double v = 0, mag = 0;
+        if (m == GGML_SCALE_MODE_NEAREST) {
+            v = cf_at(&a, (int64_t) floor(i0 / sf0), (int64_t) floor(i1 / sf1), j2, j3);
+        } else if (mode & GGML_SCALE_FLAG_ANTIALIAS) {
+            const double s0 = fmax(1, 1 / sf0), s1 = fmax(1, 1 / sf1);
+            const double x = (i0 + off) / sf0, y = (i1 + off) / sf1;
+            double tot = 0;
+            for (int64_t sy = 0; sy < n1; sy++) {
+                const double wy = fmax(0, 1 - fabs((sy - y + off) / s1));
+                for (int64_t sx = 0; sx < n0 && wy > 0; sx++) {
+                    const double w = fmax(0, 1 - fabs((sx - x + off) / s0)) * wy;
+                    v += w * cf_at(&a, sx, sy, j2, j3);
+                    mag += w * fabs(cf_at(&a, sx, sy, j2, j3));
+                    tot += w;
+                }
+            }
+            v = tot > 0 ? v / tot : v;
+            mag = tot > 0 ? mag / tot : mag;
+        } else {
+            const double x = (i0 + off) / sf0 - off, y = (i1 + off) / sf1 - off;
+            const int64_t x0 = (int64_t) floor(x), y0 = (int64_t) floor(y);
+            if (m == GGML_SCALE_MODE_BILINEAR) {
+                const int64_t cx = x0 < 0 ? 0 : x0 > n0 - 1 ? n0 - 1 : x0, cy = y0 < 0 ? 0 : y0 > n1 - 1 ? n1 - 1 : y0;
+                const double dx = fmin(fmax(x - cx, 0), 1), dy = fmin(fmax(y - cy, 0), 1);
+                const double q[4] = { cf_px(&a, cx, cy, j2, j3), cf_px(&a, x0 + 1, cy, j2, j3),
+                                      cf_px(&a, cx, y0 + 1, j2, j3), cf_px(&a, x0 + 1, y0 + 1, j2, j3) };
+                v = q[0] * (1 - dx) * (1 - dy) + q[1] * dx * (1 - dy) + q[2] * (1 - dx) * dy + q[3] * dx * dy;
+                mag = fabs(q[0]) + fabs(q[1]) + fabs(q[2]) + fabs(q[3]);
+            } else {
+                const double dx = x - x0, dy = y - y0;
+                for (int j = -1; j <= 2; j++) {
+                    for (int i = -1; i <= 2; i++) {
+                        const double q = cf_px(&a, x0 + i, y0 + j, j2, j3);
+                        v += q * cf_cubic(dx - i) * cf_cubic(dy - j);
+                        mag += fabs(q) * 1.5;
+                    }
+                }
+            }
+        }
+        const double pos = (double) (r->ne[0] > r->ne[1] ? r->ne[0] : r->ne[1]) + n0 + n1;
+        cf_put(r, i0, i1, i2, i3, v, m == GGML_SCALE_MODE_NEAREST ? 0.0 : CF_SUM_ULPS * cf_eps(GGML_TYPE_F32) * (pos + 1) * mag);
+    }
+}
+
+/* MAX of the window inside the data; AVG divides by the elements inside (the 1D pool does not count padding) */
+static void cf_ref_pool_1d(struct cf_ref * r) {
+    const struct cf_acc a = cf_acc_of(r->b, r->b->in[0], false);
+    const int * ip = r->c->ip;
+    CF_FOR4(r->ne, ow, i1, i2, i3) {
+        struct cf_sum acc = { 0, 0, 0 };
+        double mx = -FLT_MAX;
+        int64_t n = 0;
+        for (int64_t j = ow * ip[2] - ip[3]; j < ow * ip[2] - ip[3] + ip[1]; j++) {
+            if (j >= 0 && j < a.ne[0]) {
+                const double v = cf_at(&a, j, i1, i2, i3);
+                mx = v > mx ? v : mx;
+                cf_sum_add(&acc, v);
+                n++;
+            }
+        }
+        const double w = ip[0] == GGML_OP_POOL_MAX ? mx : n > 0 ? acc.s / (double) n : 0.0;
+        cf_put(r, ow, i1, i2, i3, w, ip[0] == GGML_OP_POOL_MAX ? 0.0 : cf_sum_tol(&acc, acc.s, GGML_TYPE_F32) + cf_eps(GGML_TYPE_F32) * fabs(w));
+    }
+}
+
+/* output (x*s + kx, y*s + ky, oc, n) gathers kernel (kx, ky, oc, ic) * data (x, y, ic, n) over ic, x, y */
+static void cf_ref_conv_transpose_2d(struct cf_ref * r) {
+    const struct cf_acc k = cf_acc_of(r->b, r->b->in[0], false);
+    const struct cf_acc x = cf_acc_of(r->b, r->b->in[1], false);
+    const int64_t st = r->c->ip[0];
+    CF_FOR4(r->ne, ox, oy, oc, n) {
+        struct cf_sum acc = { 0, 0, 0 };
+        for (int64_t ky = oy % st; ky < k.ne[1] && ky <= oy; ky += st) {
+            const int64_t y = (oy - ky) / st;
+            for (int64_t kx = ox % st; y < x.ne[1] && kx < k.ne[0] && kx <= ox; kx += st) {
+                const int64_t xx = (ox - kx) / st;
+                for (int64_t ic = 0; xx < x.ne[0] && ic < k.ne[3]; ic++) {
+                    cf_sum_add(&acc, cf_at(&k, kx, ky, oc, ic) * cf_at(&x, xx, y, ic, n));
+                }
+            }
+        }
+        cf_put(r, ox, oy, oc, n, acc.s, cf_sum_tol(&acc, acc.s, GGML_TYPE_F32) + CF_SUM_ULPS * cf_eps(GGML_TYPE_F32) * sqrt(acc.p2));
+    }
+}
+
+/* output (t, oc) sums the columns (oc*K + k, t_in) with t_in*s + k == t + p, in the columns' type */
+static void cf_ref_col2im_1d(struct cf_ref * r) {
+    const struct cf_acc a = cf_acc_of(r->b, r->b->in[0], false);
+    const int64_t s0 = r->c->ip[0], oc_n = r->c->ip[1], p0 = r->c->ip[2], K = a.ne[0] / oc_n;
+    const enum ggml_type ot = r->b->out->type;
+    CF_FOR4(r->ne, t, oc, i2, i3) {
+        struct cf_sum acc = { 0, 0, 0 };
+        for (int64_t ti = 0; ti < a.ne[1]; ti++) {
+            const int64_t k = t + p0 - ti * s0;
+            if (k >= 0 && k < K) {
+                cf_sum_add(&acc, cf_at(&a, oc * K + k, ti, 0, 0));
+            }
+        }
+        cf_put(r, t, oc, i2, i3, acc.s, cf_sum_tol(&acc, acc.s, ot));
+    }
+}
+
+/* window (px, py) = py*npx + px holds data (px*w + x, py*w + y), zeros past the data */
+static void cf_ref_win_part(struct cf_ref * r) {
+    const struct cf_acc a = cf_acc_of(r->b, r->b->in[0], false);
+    const int64_t w = r->c->ip[0], npx = (a.ne[1] + w - 1) / w;
+    CF_FOR4(r->ne, c, x, y, win) {
+        const int64_t sx = (win % npx) * w + x, sy = (win / npx) * w + y;
+        cf_put(r, c, x, y, win, sx < a.ne[1] && sy < a.ne[2] ? cf_at(&a, c, sx, sy, 0) : 0.0, 0.0);
+    }
+}
+
+static void cf_ref_get_rel_pos(struct cf_ref * r) {
+    const struct cf_acc a = cf_acc_of(r->b, r->b->in[0], false);
+    const int64_t kh = r->ne[1];
+    CF_FOR4(r->ne, c, k, q, i3) {
+        cf_put(r, c, k, q, i3, cf_at(&a, c, kh - 1 - k + q, 0, 0), 0.0);
+    }
+}
+
+/* a (kh*W + kw, h + H*q, b) + ph (kh, h, q, b) + pw (kw, h, q, b) */
+static void cf_ref_add_rel_pos(struct cf_ref * r) {
+    const struct cf_acc a  = cf_acc_of(r->b, r->b->in[0], false);
+    const struct cf_acc pw = cf_acc_of(r->b, r->b->in[1], false);
+    const struct cf_acc ph = cf_acc_of(r->b, r->b->in[2], false);
+    const int64_t W = pw.ne[0], H = pw.ne[1];
+    const double rtol = cf_rtol(2, GGML_TYPE_F32);
+    CF_FOR4(r->ne, i0, i1, i2, i3) {
+        const double v0 = cf_at(&a, i0, i1, i2, i3), v1 = cf_at(&ph, i0 / W, i1 % H, i1 / H, i2),
+                     v2 = cf_at(&pw, i0 % W, i1 % H, i1 / H, i2);
+        cf_put(r, i0, i1, i2, i3, v0 + v1 + v2, rtol * (fabs(v0) + fabs(v1) + fabs(v2)));
+    }
+}
+
 /* fills r->want and r->tol; sets r->failed when the reference could not be computed */
 static void cf_reference(struct cf_ref * r) {
     switch (r->c->op) {
@@ -985,6 +1219,17 @@ static void cf_reference(struct cf_ref * r) {
     case CF_OP_ARGSORT:
     case CF_OP_TOP_K: cf_ref_sort(r); break;
     case CF_OP_PAD_REFLECT_1D: cf_ref_pad_reflect(r); break;
+    case CF_OP_IM2COL: cf_ref_im2col(r); break;
+    case CF_OP_CONV_2D_DIRECT:
+    case CF_OP_CONV_2D_DW_DIRECT: cf_ref_conv_2d(r); break;
+    case CF_OP_POOL_2D: cf_ref_pool_2d(r); break;
+    case CF_OP_UPSCALE: cf_ref_upscale(r); break;
+    case CF_OP_POOL_1D: cf_ref_pool_1d(r); break;
+    case CF_OP_CONV_TRANSPOSE_2D: cf_ref_conv_transpose_2d(r); break;
+    case CF_OP_COL2IM_1D: cf_ref_col2im_1d(r); break;
+    case CF_OP_WIN_PART: cf_ref_win_part(r); break;
+    case CF_OP_GET_REL_POS: cf_ref_get_rel_pos(r); break;
+    case CF_OP_ADD_REL_POS: cf_ref_add_rel_pos(r); break;
     default: r->failed = true; break;
     }
 }
