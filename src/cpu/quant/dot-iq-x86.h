@@ -200,6 +200,15 @@ static void QX(vec_dot_iq3_xxs_q8_K)(GGMLX_VEC_DOT_ARGS) {
     *s = 0.25f * QX(hsum_ps)(acc);
 }
 
+/*
+ * bit l of qh as bit 8 of lane l. IQ3_S's grid entries come by gather: its indices need a bit of
+ * qh each, and the gather took less than eight scalar loads with their shifts and inserts.
+ */
+static inline __m256i QX(qh_bit8)(int qh) {
+    return _mm256_and_si256(_mm256_sllv_epi32(_mm256_set1_epi32(qh), _mm256_setr_epi32(8, 7, 6, 5, 4, 3, 2, 1)),
+                            _mm256_set1_epi32(256));
+}
+
 static void QX(vec_dot_iq3_s_q8_K)(GGMLX_VEC_DOT_ARGS) {
     GGMLX_VEC_DOT_UNUSED;
     const block_iq3_s * restrict x   = vx;
@@ -211,16 +220,14 @@ static void QX(vec_dot_iq3_s_q8_K)(GGMLX_VEC_DOT_ARGS) {
         for (int g = 0; g < QK_K / 32; g++) {
             const uint8_t * q  = x[i].qs + 8 * g;
             const int       qh = x[i].qh[g];
-            uint64_t        e[4];
-            for (int l = 0; l < 4; l++) {
-                e[l] = QX(pair3)(ggmlx_iq3s_grid[q[2 * l] | ((qh << (8 - 2 * l)) & 256)],
-                                 ggmlx_iq3s_grid[q[2 * l + 1] | ((qh << (7 - 2 * l)) & 256)]);
-            }
+            /* eight 4-byte entries, each index's ninth bit from qh */
+            const __m256i   idx = _mm256_or_si256(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)q)), QX(qh_bit8)(qh));
+            const __m256i   w   = _mm256_i32gather_epi32((const int *)ggmlx_iq3s_grid, idx, 4);
             uint32_t sg;
             memcpy(&sg, x[i].signs + 4 * g, sizeof(sg));
             const __m256i yv = QX(apply_signs)(_mm256_loadu_si256((const __m256i *)(y[i].qs + 32 * g)), sg);
             const int     nib = (x[i].scales[g / 2] >> (4 * (g % 2))) & 15;
-            sumi = QX(dot_scaled)(sumi, QX(grid4)(e[0], e[1], e[2], e[3]), yv, _mm256_set1_epi16((short)(2 * nib + 1)));
+            sumi = QX(dot_scaled)(sumi, w, yv, _mm256_set1_epi16((short)(2 * nib + 1)));
         }
         acc = QX(block_acc)(acc, sumi, QX(h2f)(x[i].d) * y[i].d);
     }
