@@ -397,6 +397,7 @@ struct dot_case {
     float wscale;      /* scale magnitude of the weights (0: all scales zero) */
     int   wbyte;       /* -1: random quant bytes, else every quant byte */
     int   act;         /* 0: quantized random floats, 1: every activation +127, 2: -127 */
+    void (*fill)(uint8_t * blk, int b); /* when set: rewrites block b's random quant bytes */
 };
 
 static void check_dot_with(const struct qtype * qt, const struct ggml_type_traits_cpu * tc, const char * variant,
@@ -421,6 +422,9 @@ static void check_dot_with(const struct qtype * qt, const struct ggml_type_trait
         uint8_t * blk = x + bsz * (size_t)b;
         for (size_t k = 0; k < bsz; k++) {
             blk[k] = c.wbyte < 0 ? (uint8_t)tu_next(&r) : (uint8_t)c.wbyte;
+        }
+        if (c.fill != NULL) {
+            c.fill(blk, b);
         }
         set_scales(qt, blk, &r, c.wscale);
     }
@@ -474,7 +478,7 @@ static void check_type_all(enum ggmlx_qdot_isa isa) {
     const int counts[] = { 1, 3, 17 };
     for (int t = 0; t < N_TYPES; t++) {
         for (int k = 0; k < 3; k++) {
-            check_dot(&k_types[t], isa, (struct dot_case){ counts[k], 0.05f, -1, 0 }, (uint64_t)(100 * t + k));
+            check_dot(&k_types[t], isa, (struct dot_case){ counts[k], 0.05f, -1, 0, NULL }, (uint64_t)(100 * t + k));
         }
     }
 }
@@ -485,15 +489,15 @@ static void check_type_edges(enum ggmlx_qdot_isa isa) {
     }
     for (int t = 0; t < N_TYPES; t++) {
         const struct qtype * qt = &k_types[t];
-        check_dot(qt, isa, (struct dot_case){ 3, 0.0f, -1, 0 }, 7000 + t);   /* zero scales */
-        check_dot(qt, isa, (struct dot_case){ 3, 0.05f, 0xff, 1 }, 7100 + t); /* every quant bit set, y = +127 */
-        check_dot(qt, isa, (struct dot_case){ 3, 0.05f, 0x00, 2 }, 7200 + t); /* every quant bit clear, y = -127 */
-        check_dot(qt, isa, (struct dot_case){ 3, 0.05f, 0xff, 2 }, 7300 + t);
-        check_dot(qt, isa, (struct dot_case){ 17, 8.0f, -1, 1 }, 7400 + t);  /* large scales */
+        check_dot(qt, isa, (struct dot_case){ 3, 0.0f, -1, 0, NULL }, 7000 + t);   /* zero scales */
+        check_dot(qt, isa, (struct dot_case){ 3, 0.05f, 0xff, 1, NULL }, 7100 + t); /* every quant bit set, y = +127 */
+        check_dot(qt, isa, (struct dot_case){ 3, 0.05f, 0x00, 2, NULL }, 7200 + t); /* every quant bit clear, y = -127 */
+        check_dot(qt, isa, (struct dot_case){ 3, 0.05f, 0xff, 2, NULL }, 7300 + t);
+        check_dot(qt, isa, (struct dot_case){ 17, 8.0f, -1, 1, NULL }, 7400 + t);  /* large scales */
         /* the same extremes through the SIMD kernels' main loops (eight blocks and more a step) */
-        check_dot(qt, isa, (struct dot_case){ 17, 0.05f, 0xff, 1 }, 7500 + t);
-        check_dot(qt, isa, (struct dot_case){ 17, 0.05f, 0x00, 2 }, 7600 + t);
-        check_dot(qt, isa, (struct dot_case){ 17, 0.0f, -1, 0 }, 7700 + t);
+        check_dot(qt, isa, (struct dot_case){ 17, 0.05f, 0xff, 1, NULL }, 7500 + t);
+        check_dot(qt, isa, (struct dot_case){ 17, 0.05f, 0x00, 2, NULL }, 7600 + t);
+        check_dot(qt, isa, (struct dot_case){ 17, 0.0f, -1, 0, NULL }, 7700 + t);
     }
 }
 
@@ -513,9 +517,9 @@ Test(quant_dot, avx512_without_vbmi_matches_double_reference) {
     const int counts[] = { 1, 3, 17 };
     for (int k = 0; k < N_TYPES; k++) {
         for (int j = 0; j < 3; j++) {
-            check_dot_with(&k_types[k], &t[k_types[k].type], "avx512-base", (struct dot_case){ counts[j], 0.05f, -1, 0 }, 900 + k);
+            check_dot_with(&k_types[k], &t[k_types[k].type], "avx512-base", (struct dot_case){ counts[j], 0.05f, -1, 0, NULL }, 900 + k);
         }
-        check_dot_with(&k_types[k], &t[k_types[k].type], "avx512-base", (struct dot_case){ 17, 8.0f, 0xff, 2 }, 950 + k);
+        check_dot_with(&k_types[k], &t[k_types[k].type], "avx512-base", (struct dot_case){ 17, 8.0f, 0xff, 2, NULL }, 950 + k);
     }
 }
 
@@ -628,6 +632,56 @@ static const struct qtype * qtype_of(enum ggml_type type) {
     return NULL;
 }
 
+/*
+ * The SIMD kernels derive the eighth sign bit of IQ2_XXS, IQ2_XS and IQ3_XXS from the 7-bit
+ * index's parity instead of reading ggmlx_ksigns_iq2xs: four blocks hold each of the 128 sign
+ * indices once, so a wrong bit for any of them shows against the reference (which reads the table).
+ */
+static void every_sign_xxs(uint8_t * words, int b) { /* eight words: four 7-bit indices, a scale */
+    for (int g = 0; g < 8; g++) {
+        uint32_t w = rd32(words + 4 * g) & 0xf0000000u;
+        for (int l = 0; l < 4; l++) {
+            w |= (uint32_t)((32 * b + 4 * g + l) & 127) << (7 * l);
+        }
+        memcpy(words + 4 * g, &w, sizeof(w));
+    }
+}
+
+static void every_sign_iq2_xxs(uint8_t * blk, int b) {
+    uint8_t words[32];
+    for (int g = 0; g < 8; g++) {
+        memcpy(words + 4 * g, blk + offsetof(block_iq2_xxs, qs) + 8 * g + 4, 4);
+    }
+    every_sign_xxs(words, b);
+    for (int g = 0; g < 8; g++) {
+        memcpy(blk + offsetof(block_iq2_xxs, qs) + 8 * g + 4, words + 4 * g, 4);
+    }
+}
+
+static void every_sign_iq3_xxs(uint8_t * blk, int b) { every_sign_xxs(blk + offsetof(block_iq3_xxs, qs) + QK_K / 4, b); }
+
+static void every_sign_iq2_xs(uint8_t * blk, int b) {
+    for (int k = 0; k < 32; k++) {
+        uint8_t * e = blk + offsetof(block_iq2_xs, qs) + 2 * k;
+        const uint16_t v = (uint16_t)((rd16(e) & 511) | (((32 * b + k) & 127) << 9));
+        memcpy(e, &v, sizeof(v));
+    }
+}
+
+Test(quant_dot, iq2_iq3_every_sign_index_in_every_variant) {
+    const struct {
+        enum ggml_type type;
+        void (*fill)(uint8_t *, int);
+    } cases[] = { { GGML_TYPE_IQ2_XXS, every_sign_iq2_xxs }, { GGML_TYPE_IQ2_XS, every_sign_iq2_xs },
+                  { GGML_TYPE_IQ3_XXS, every_sign_iq3_xxs } };
+    for (enum ggmlx_qdot_isa isa = GGMLX_QDOT_PORTABLE; isa <= ggmlx_qdot_isa_best(); isa++) {
+        for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+            check_dot(qtype_of(cases[k].type), isa, (struct dot_case){ 4, 0.05f, -1, 0, cases[k].fill }, 8000 + k);
+            check_dot(qtype_of(cases[k].type), isa, (struct dot_case){ 4, 0.05f, -1, 1, cases[k].fill }, 8100 + k);
+        }
+    }
+}
+
 static void check_lowbit(enum ggmlx_qdot_isa isa) {
     if (!isa_runs(isa)) {
         cr_log_warn("this CPU lacks %s: its variant is not tested here", ggmlx_qdot_isa_name(isa));
@@ -637,14 +691,14 @@ static void check_lowbit(enum ggmlx_qdot_isa isa) {
     for (size_t t = 0; t < sizeof(k_lowbit) / sizeof(k_lowbit[0]); t++) {
         const struct qtype * qt = qtype_of(k_lowbit[t]);
         for (int nb = 1; nb <= 9; nb++) {
-            check_dot(qt, isa, (struct dot_case){ nb, 0.05f, -1, 0 }, 8000 + 16 * t + (uint64_t)nb);
-            check_dot(qt, isa, (struct dot_case){ nb, 8.0f, -1, nb % 2 ? 1 : 2 }, 8500 + 16 * t + (uint64_t)nb);
+            check_dot(qt, isa, (struct dot_case){ nb, 0.05f, -1, 0, NULL }, 8000 + 16 * t + (uint64_t)nb);
+            check_dot(qt, isa, (struct dot_case){ nb, 8.0f, -1, nb % 2 ? 1 : 2, NULL }, 8500 + 16 * t + (uint64_t)nb);
         }
         for (size_t b = 0; b < sizeof(bytes) / sizeof(bytes[0]); b++) {
-            check_dot(qt, isa, (struct dot_case){ 5, 0.05f, bytes[b], 0 }, 9000 + 16 * t + b);
-            check_dot(qt, isa, (struct dot_case){ 5, 0.05f, bytes[b], 2 }, 9500 + 16 * t + b);
+            check_dot(qt, isa, (struct dot_case){ 5, 0.05f, bytes[b], 0, NULL }, 9000 + 16 * t + b);
+            check_dot(qt, isa, (struct dot_case){ 5, 0.05f, bytes[b], 2, NULL }, 9500 + 16 * t + b);
         }
-        check_dot(qt, isa, (struct dot_case){ 7, 0.0f, -1, 0 }, 9900 + t); /* zero scales: exactly 0 */
+        check_dot(qt, isa, (struct dot_case){ 7, 0.0f, -1, 0, NULL }, 9900 + t); /* zero scales: exactly 0 */
     }
 }
 
