@@ -88,7 +88,38 @@
 #define GGML_N_TASKS_MAX (-1)
 
 #define GGML_UNUSED(x) (void)(x)
+/* any number of expressions marked used (C; upstream's C++/CUDA variant is not needed here) */
+#define GGML_UNUSED_VARS(...) do { (void)sizeof((__VA_ARGS__, 0)); } while (0)
 #define GGML_PAD(x, n) (((x) + (n) - 1) & ~((n) - 1))
+
+/*
+ * Locals for a kernel's shapes and strides, as upstream's kernels (and programs written like
+ * them, such as llama.cpp's test-backend-ops) declare them: GGML_TENSOR_LOCALS(int64_t, ne0,
+ * src0, ne) gives const int64_t ne00, ne01, ne02, ne03 (0 when src0 is NULL).
+ */
+#define GGML_TENSOR_LOCALS_1(type, prefix, pointer, array) \
+    const type prefix##0 = (pointer) ? (pointer)->array[0] : 0; GGML_UNUSED(prefix##0);
+#define GGML_TENSOR_LOCALS_2(type, prefix, pointer, array) GGML_TENSOR_LOCALS_1(type, prefix, pointer, array) \
+    const type prefix##1 = (pointer) ? (pointer)->array[1] : 0; GGML_UNUSED(prefix##1);
+#define GGML_TENSOR_LOCALS_3(type, prefix, pointer, array) GGML_TENSOR_LOCALS_2(type, prefix, pointer, array) \
+    const type prefix##2 = (pointer) ? (pointer)->array[2] : 0; GGML_UNUSED(prefix##2);
+#define GGML_TENSOR_LOCALS(type, prefix, pointer, array) GGML_TENSOR_LOCALS_3(type, prefix, pointer, array) \
+    const type prefix##3 = (pointer) ? (pointer)->array[3] : 0; GGML_UNUSED(prefix##3);
+
+/* ne0x/nb0x of src0, ne1x/nb1x of src1, ne2x/nb2x of src2, nex/nbx of dst */
+#define GGML_TENSOR_UNARY_OP_LOCALS \
+    GGML_TENSOR_LOCALS(int64_t, ne0, src0, ne) GGML_TENSOR_LOCALS(size_t, nb0, src0, nb) \
+    GGML_TENSOR_LOCALS(int64_t, ne, dst, ne) GGML_TENSOR_LOCALS(size_t, nb, dst, nb)
+#define GGML_TENSOR_BINARY_OP_LOCALS01 \
+    GGML_TENSOR_LOCALS(int64_t, ne0, src0, ne) GGML_TENSOR_LOCALS(size_t, nb0, src0, nb) \
+    GGML_TENSOR_LOCALS(int64_t, ne1, src1, ne) GGML_TENSOR_LOCALS(size_t, nb1, src1, nb)
+#define GGML_TENSOR_BINARY_OP_LOCALS \
+    GGML_TENSOR_BINARY_OP_LOCALS01 \
+    GGML_TENSOR_LOCALS(int64_t, ne, dst, ne) GGML_TENSOR_LOCALS(size_t, nb, dst, nb)
+#define GGML_TENSOR_TERNARY_OP_LOCALS \
+    GGML_TENSOR_BINARY_OP_LOCALS01 \
+    GGML_TENSOR_LOCALS(int64_t, ne2, src2, ne) GGML_TENSOR_LOCALS(size_t, nb2, src2, nb) \
+    GGML_TENSOR_LOCALS(int64_t, ne, dst, ne) GGML_TENSOR_LOCALS(size_t, nb, dst, nb)
 
 /* Aborts are for broken internal invariants only; bad input is reported, never aborted on. */
 #define GGML_ABORT(...) ggml_abort(__FILE__, __LINE__, __VA_ARGS__)

@@ -318,8 +318,9 @@ def readme_block(n_impl, n_functions, header_rows, total_row, op_counts, gpu):
         README_BEGIN,
         'ggmlx implements **%d of the %d public functions** of upstream ggml (as of 2026-08-21).' % (
             n_impl, n_functions),
-        'It computes **%d of the %d ops** of `enum ggml_op` (%d more are views that need no kernel; the' % (a, b, v),
-        'other %d are not computed yet), with %d of the %d unary and %d of the %d GLU ops.' % (b - a - v, ua, ub, ga, gb),
+        'It computes **%d of the %d ops** of `enum ggml_op` (%d more are views that need no kernel; %s),' % (
+            a, b, v, 'that is all of them' if b - a - v == 0 else 'the other %d are not computed yet' % (b - a - v)),
+        'with %d of the %d unary and %d of the %d GLU ops.' % (ua, ub, ga, gb),
         quant,
         gpu_line,
         '',
