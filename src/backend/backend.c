@@ -31,9 +31,19 @@ const char * ggml_backend_name(ggml_backend_t backend) {
     return backend->iface.get_name(backend);
 }
 
+static void (*_Atomic g_free_hook)(ggml_backend_t);
+
+void ggmlx_backend_set_free_hook(void (*hook)(ggml_backend_t backend)) {
+    g_free_hook = hook;
+}
+
 void ggml_backend_free(ggml_backend_t backend) {
     if (backend == NULL) {
         return;
+    }
+    void (*hook)(ggml_backend_t) = g_free_hook;
+    if (hook != NULL) {
+        hook(backend);
     }
     backend->iface.free(backend);
 }

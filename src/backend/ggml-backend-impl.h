@@ -301,6 +301,14 @@ static inline uint64_t ggmlx_time_ns(void) {
     return (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
 }
 
+/*
+ * Called by ggml_backend_free with the backend about to be freed (one hook; NULL removes it).
+ * Upstream lets a program free its backends before a scheduler made with them (llama.cpp's
+ * llama_context does); the scheduler layer sets the hook so that it forgets such a backend
+ * instead of synchronizing freed memory later. The backend layer names no scheduler this way.
+ */
+void ggmlx_backend_set_free_hook(void (*hook)(ggml_backend_t backend));
+
 /* the buffer that owns tensor's memory (a view's source's buffer); NULL when unallocated */
 static inline ggml_backend_buffer_t ggmlx_tensor_buffer(const struct ggml_tensor * t) {
     return t->view_src ? t->view_src->buffer : t->buffer;

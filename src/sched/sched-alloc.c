@@ -68,7 +68,9 @@ void ggmlx_sched_sync_all(struct ggml_backend_sched * sched, bool counted) {
         sched->slot_backends[c] = 0;
     }
     for (int b = 0; b < sched->n_backends; b++) {
-        ggml_backend_synchronize(sched->backends[b]);
+        if (!sched->backend_gone[b]) { /* a freed backend finished its queue when it was freed */
+            ggml_backend_synchronize(sched->backends[b]);
+        }
         sched->pending_read[b] = 0;
     }
     sched->caller_readers = 0;

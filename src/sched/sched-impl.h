@@ -134,6 +134,7 @@ struct sched_trace; /* sched-trace.c */
 struct ggml_backend_sched {
     int                        n_backends;
     ggml_backend_t             backends[GGML_SCHED_MAX_BACKENDS];
+    bool                       backend_gone[GGML_SCHED_MAX_BACKENDS]; /* freed before the scheduler */
     ggml_backend_buffer_type_t bufts[GGML_SCHED_MAX_BACKENDS];
     ggml_gallocr_t             galloc;
     bool                       op_offload;

@@ -204,6 +204,55 @@ static ggml_backend_buffer_type_t default_buft(ggml_backend_t * backends, int n,
     return own;
 }
 
+/* ---- live schedulers, for backends freed before them -------------------------------------------- */
+
+static pthread_mutex_t               g_scheds_mutex = PTHREAD_MUTEX_INITIALIZER;
+static struct ggml_backend_sched **  g_scheds;
+static int                           g_n_scheds, g_scheds_cap;
+
+static void forget_backend(ggml_backend_t backend) {
+    pthread_mutex_lock(&g_scheds_mutex);
+    for (int i = 0; i < g_n_scheds; i++) {
+        for (int b = 0; b < g_scheds[i]->n_backends; b++) {
+            if (g_scheds[i]->backends[b] == backend) {
+                g_scheds[i]->backend_gone[b] = true;
+            }
+        }
+    }
+    pthread_mutex_unlock(&g_scheds_mutex);
+}
+
+static bool scheds_add(struct ggml_backend_sched * sched) {
+    bool ok = true;
+    pthread_mutex_lock(&g_scheds_mutex);
+    if (g_n_scheds == g_scheds_cap) {
+        const int cap = g_scheds_cap ? 2 * g_scheds_cap : 16;
+        struct ggml_backend_sched ** n = realloc(g_scheds, (size_t) cap * sizeof *n);
+        ok = n != NULL;
+        if (ok) {
+            g_scheds     = n;
+            g_scheds_cap = cap;
+        }
+    }
+    if (ok) {
+        g_scheds[g_n_scheds++] = sched;
+        ggmlx_backend_set_free_hook(forget_backend);
+    }
+    pthread_mutex_unlock(&g_scheds_mutex);
+    return ok;
+}
+
+static void scheds_remove(const struct ggml_backend_sched * sched) {
+    pthread_mutex_lock(&g_scheds_mutex);
+    for (int i = 0; i < g_n_scheds; i++) {
+        if (g_scheds[i] == sched) {
+            g_scheds[i] = g_scheds[--g_n_scheds];
+            break;
+        }
+    }
+    pthread_mutex_unlock(&g_scheds_mutex);
+}
+
 ggml_backend_sched_t ggml_backend_sched_new(ggml_backend_t * backends, ggml_backend_buffer_type_t * bufts, int n_backends,
                                             size_t graph_size, bool parallel, bool op_offload) {
     if (!check_backends(backends, bufts, n_backends)) {
@@ -222,6 +271,12 @@ ggml_backend_sched_t ggml_backend_sched_new(ggml_backend_t * backends, ggml_back
     sched->galloc = ggml_gallocr_new_n(sched->bufts, n_backends);
     if (sched->galloc == NULL) {
         free(sched);
+        return NULL;
+    }
+    if (!scheds_add(sched)) {
+        ggml_gallocr_free(sched->galloc);
+        free(sched);
+        ggmlx_error(__func__, "out of host memory");
         return NULL;
     }
     sched->op_offload    = op_offload;
@@ -252,6 +307,7 @@ void ggml_backend_sched_free(ggml_backend_sched_t sched) {
     if (sched == NULL) {
         return;
     }
+    scheds_remove(sched);
     /* queued work still reads and writes the compute buffers freed below */
     ggmlx_sched_sync_all(sched, false);
     if (sched->trace != NULL) {
