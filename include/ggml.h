@@ -1500,78 +1500,78 @@ extern "C" {
      * the convolution */
     GGML_API struct ggml_tensor * ggml_im2col(
             struct ggml_context * ctx,
-            struct ggml_tensor  * a,  // convolution kernel
-            struct ggml_tensor  * b,  // data
-            int                   s0, // stride dimension 0
-            int                   s1, // stride dimension 1
-            int                   p0, // padding dimension 0
-            int                   p1, // padding dimension 1
-            int                   d0, // dilation dimension 0
-            int                   d1, // dilation dimension 1
+            struct ggml_tensor  * a,
+            struct ggml_tensor  * b,
+            int                   s0,
+            int                   s1,
+            int                   p0,
+            int                   p1,
+            int                   d0,
+            int                   d1,
             bool                  is_2D,
             enum ggml_type        dst_type);
 
     /* scatter-add of GEMM columns a [K*oc, T_in] into a signal [(T_in - 1)*s0 + K - 2*p0, oc] */
     GGML_API struct ggml_tensor * ggml_col2im_1d(
         struct ggml_context * ctx,
-        struct ggml_tensor  * a,   // columns [K*OC, T_in]
-        int                   s0,  // stride
-        int                   oc,  // output channels
-        int                   p0); // padding to crop from both sides
+        struct ggml_tensor  * a,
+        int                   s0,
+        int                   oc,
+        int                   p0);
 
     /* a [K, IC, OC], b [L, IC, N] -> [OL, OC, N] */
     GGML_API struct ggml_tensor * ggml_conv_1d(
             struct ggml_context * ctx,
-            struct ggml_tensor  * a,   // convolution kernel
-            struct ggml_tensor  * b,   // data
-            int                   s0,  // stride
-            int                   p0,  // padding
-            int                   d0); // dilation
+            struct ggml_tensor  * a,
+            struct ggml_tensor  * b,
+            int                   s0,
+            int                   p0,
+            int                   d0);
 
     /* ggml_conv_1d with padding a->ne[0] / 2 */
     GGML_API struct ggml_tensor* ggml_conv_1d_ph(
             struct ggml_context * ctx,
-            struct ggml_tensor  * a,  // convolution kernel
-            struct ggml_tensor  * b,  // data
-            int                   s,  // stride
-            int                   d); // dilation
+            struct ggml_tensor  * a,
+            struct ggml_tensor  * b,
+            int                   s,
+            int                   d);
 
     /* depthwise: a [K, 1, C], b [L, C] -> [OL, C, 1] */
     GGML_API struct ggml_tensor * ggml_conv_1d_dw(
             struct ggml_context * ctx,
-            struct ggml_tensor  * a,   // convolution kernel
-            struct ggml_tensor  * b,   // data
-            int                   s0,  // stride
-            int                   p0,  // padding
-            int                   d0); // dilation
+            struct ggml_tensor  * a,
+            struct ggml_tensor  * b,
+            int                   s0,
+            int                   p0,
+            int                   d0);
 
     GGML_API struct ggml_tensor * ggml_conv_1d_dw_ph(
             struct ggml_context * ctx,
-            struct ggml_tensor  * a,   // convolution kernel
-            struct ggml_tensor  * b,   // data
-            int                   s0,  // stride
-            int                   d0); // dilation
+            struct ggml_tensor  * a,
+            struct ggml_tensor  * b,
+            int                   s0,
+            int                   d0);
 
     /* a [K, OC, IC], b [L, IC] -> [(L - 1)*s0 + K, OC]; p0 must be 0 and d0 1 */
     GGML_API struct ggml_tensor * ggml_conv_transpose_1d(
             struct ggml_context * ctx,
-            struct ggml_tensor  * a,   // convolution kernel
-            struct ggml_tensor  * b,   // data
-            int                   s0,  // stride
-            int                   p0,  // padding
-            int                   d0); // dilation
+            struct ggml_tensor  * a,
+            struct ggml_tensor  * b,
+            int                   s0,
+            int                   p0,
+            int                   d0);
 
     /* a [KW, KH, IC, OC], b [W, H, IC, N] -> [OW, OH, OC, N] (im2col + mul_mat) */
     GGML_API struct ggml_tensor * ggml_conv_2d(
             struct ggml_context * ctx,
-            struct ggml_tensor  * a,   // convolution kernel
-            struct ggml_tensor  * b,   // data
-            int                   s0,  // stride dimension 0
-            int                   s1,  // stride dimension 1
-            int                   p0,  // padding dimension 0
-            int                   p1,  // padding dimension 1
-            int                   d0,  // dilation dimension 0
-            int                   d1); // dilation dimension 1
+            struct ggml_tensor  * a,
+            struct ggml_tensor  * b,
+            int                   s0,
+            int                   s1,
+            int                   p0,
+            int                   p1,
+            int                   d0,
+            int                   d1);
 
     /* a [KW, KH, KD, IC*OC], b [W, H, D, IC*N] -> [OW, OH, OD*N, IC*KD*KH*KW] columns */
     GGML_API struct ggml_tensor * ggml_im2col_3d(
@@ -1579,15 +1579,15 @@ extern "C" {
             struct ggml_tensor  * a,
             struct ggml_tensor  * b,
             int64_t               IC,
-            int                   s0, // stride width
-            int                   s1, // stride height
-            int                   s2, // stride depth
-            int                   p0, // padding width
-            int                   p1, // padding height
-            int                   p2, // padding depth
-            int                   d0, // dilation width
-            int                   d1, // dilation height
-            int                   d2, // dilation depth
+            int                   s0,
+            int                   s1,
+            int                   s2,
+            int                   p0,
+            int                   p1,
+            int                   p2,
+            int                   d0,
+            int                   d1,
+            int                   d2,
             enum ggml_type        dst_type);
 
     /* a [KW, KH, KD, OC*IC], b [W, H, D, N*IC] -> [OW, OH, OD, N*OC] */
@@ -1596,15 +1596,15 @@ extern "C" {
                 struct ggml_tensor  * a,
                 struct ggml_tensor  * b,
                 int64_t               IC,
-                int                   s0, // stride width
-                int                   s1, // stride height
-                int                   s2, // stride depth
-                int                   p0, // padding width
-                int                   p1, // padding height
-                int                   p2, // padding depth
-                int                   d0, // dilation width
-                int                   d1, // dilation height
-                int                   d2  // dilation depth
+                int                   s0,
+                int                   s1,
+                int                   s2,
+                int                   p0,
+                int                   p1,
+                int                   p2,
+                int                   d0,
+                int                   d1,
+                int                   d2
         );
 
     /* stride = kernel size, no padding */
@@ -1622,14 +1622,14 @@ extern "C" {
     /* depthwise (via im2col and mul_mat): a [KW, KH, 1, C], b [W, H, C, N] -> [OW, OH, C, N] */
     GGML_API struct ggml_tensor * ggml_conv_2d_dw(
             struct ggml_context * ctx,
-            struct ggml_tensor  * a,  // convolution kernel
-            struct ggml_tensor  * b,  // data
-            int                  s0,  // stride dimension 0
-            int                  s1,  // stride dimension 1
-            int                  p0,  // padding dimension 0
-            int                  p1,  // padding dimension 1
-            int                  d0,  // dilation dimension 0
-            int                  d1); // dilation dimension 1
+            struct ggml_tensor  * a,
+            struct ggml_tensor  * b,
+            int                  s0,
+            int                  s1,
+            int                  p0,
+            int                  p1,
+            int                  d0,
+            int                  d1);
 
     /* depthwise, its own op: a [KW, KH, 1, C], b [W, H, C, N] -> [OW, OH, C, N] (channels-innermost b gives a
      * channels-innermost result) */
@@ -1653,26 +1653,26 @@ extern "C" {
 
     GGML_API struct ggml_tensor * ggml_conv_2d_direct(
             struct ggml_context * ctx,
-            struct ggml_tensor  * a,   // convolution kernel [KW, KH, IC, OC]
-            struct ggml_tensor  * b,   // input data [W, H, C, N]
-            int                   s0,  // stride dimension 0
-            int                   s1,  // stride dimension 1
-            int                   p0,  // padding dimension 0
-            int                   p1,  // padding dimension 1
-            int                   d0,  // dilation dimension 0
-            int                   d1); // dilation dimension 1
+            struct ggml_tensor  * a,
+            struct ggml_tensor  * b,
+            int                   s0,
+            int                   s1,
+            int                   p0,
+            int                   p1,
+            int                   d0,
+            int                   d1);
 
     GGML_API struct ggml_tensor * ggml_conv_3d_direct(
             struct ggml_context * ctx,
-            struct ggml_tensor  * a,   // kernel [KW, KH, KD, IC * OC]
-            struct ggml_tensor  * b,   // input  [W, H, D, C * N]
-            int                   s0,  // stride
+            struct ggml_tensor  * a,
+            struct ggml_tensor  * b,
+            int                   s0,
             int                   s1,
             int                   s2,
-            int                   p0,  // padding
+            int                   p0,
             int                   p1,
             int                   p2,
-            int                   d0,  // dilation
+            int                   d0,
             int                   d1,
             int                   d2,
             int                   n_channels,
@@ -1683,9 +1683,9 @@ extern "C" {
             struct ggml_context * ctx,
             struct ggml_tensor  * a,
             enum ggml_op_pool     op,
-            int                   k0, // kernel size
-            int                   s0, // stride
-            int                   p0); // padding
+            int                   k0,
+            int                   s0,
+            int                   p0);
 
     /* the result has 2*p0 padding in dim 0 and 2*p1 in dim 1 (AVG divides by k0*k1, padding included) */
     GGML_API struct ggml_tensor * ggml_pool_2d(
@@ -1724,7 +1724,7 @@ extern "C" {
             int64_t               ne1,
             int64_t               ne2,
             int64_t               ne3,
-            uint32_t              mode); // ggml_scale_mode [ | ggml_scale_flag...]
+            uint32_t              mode);
 
     /* non-overlapping w x w windows, zero-padded: a [C, W, H] -> [C, w, w, windows] (used in SAM) */
     GGML_API struct ggml_tensor * ggml_win_part(
