@@ -115,7 +115,7 @@ extern "C" {
         ggml_from_float_t        from_float;
         ggml_vec_dot_t           vec_dot;
         enum ggml_type           vec_dot_type;
-        int64_t                  nrows; // number of rows to process simultaneously
+        int64_t                  nrows; /* rows one vec_dot call computes */
     };
 
     /* NULL for a type id out of range */
