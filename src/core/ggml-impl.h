@@ -212,6 +212,22 @@ static inline bool ggmlx_op_is_view(enum ggml_op op) {
            op == GGML_OP_PERMUTE || op == GGML_OP_TRANSPOSE;
 }
 
+/* Output length of a convolution along one dim (input in, kernel k, stride s, padding p,
+ * dilation d), -1 when the kernel does not fit; and of a pooling window (upstream's formula,
+ * padding as a float). Shared by the ops and their backward ops. */
+static inline int64_t ggmlx_conv_out(int64_t in, int64_t k, int s, int p, int d) {
+    if (s <= 0 || d <= 0 || k <= 0) {
+        return -1;
+    }
+    const int64_t span = (int64_t) d * (k - 1) + 1;
+    const int64_t room = in + 2 * (int64_t) p - span;
+    return room < 0 ? -1 : room / s + 1;
+}
+
+static inline int64_t ggmlx_pool_out(int64_t in, int k, int s, float p) {
+    return (int64_t) (((double) in + 2.0 * (double) p - (double) k) / (double) s + 1.0);
+}
+
 /* true when type is a declared, non-removed type */
 bool ggmlx_type_is_valid(enum ggml_type type);
 

@@ -274,8 +274,8 @@ struct ggml_tensor * ggml_im2col_back(struct ggml_context * ctx, struct ggml_ten
     const int64_t KW = b->ne[0], KH = is_2D ? b->ne[1] : 1;
     const int64_t IC = is_2D ? ne[2] : ne[1];
     const int64_t IW = ne[0], IH = is_2D ? ne[1] : 1;
-    const int64_t OW = (IW + 2 * p0 - d0 * (KW - 1) - 1) / s0 + 1;
-    const int64_t OH = is_2D ? (IH + 2 * p1 - d1 * (KH - 1) - 1) / s1 + 1 : 1;
+    const int64_t OW = ggmlx_conv_out(IW, KW, s0, p0, d0);
+    const int64_t OH = is_2D ? ggmlx_conv_out(IH, KH, s1, p1, d1) : 1;
     const bool fits = a->ne[0] == IC * KH * KW && a->ne[1] == OW && (is_2D ? a->ne[2] == OH && a->ne[3] == ne[3]
                                                                            : a->ne[2] == ne[2] && a->ne[3] == 1);
     GGMLX_REQUIRE(ctx, fits, "a %s is not the im2col of an image [%lld, %lld, %lld, %lld] with kernel %s",
@@ -304,7 +304,7 @@ struct ggml_tensor * ggml_pool_2d_back(struct ggml_context * ctx, struct ggml_te
     GGMLX_REQUIRE(ctx, op == GGML_OP_POOL_MAX || op == GGML_OP_POOL_AVG, "op %d is not a pool op", (int) op);
     GGMLX_REQUIRE(ctx, k0 > 0 && k1 > 0 && s0 > 0 && s1 > 0 && p0 >= 0.0f && p1 >= 0.0f && p0 < 1e6f && p1 < 1e6f,
                   "need k0, k1, s0, s1 > 0 and paddings in [0, 1e6)");
-    const int64_t OW = (af->ne[0] + 2 * (int64_t) p0 - k0) / s0 + 1, OH = (af->ne[1] + 2 * (int64_t) p1 - k1) / s1 + 1;
+    const int64_t OW = ggmlx_pool_out(af->ne[0], k0, s0, p0), OH = ggmlx_pool_out(af->ne[1], k1, s1, p1);
     GGMLX_REQUIRE(ctx, a->ne[0] == OW && a->ne[1] == OH && a->ne[2] == af->ne[2] && a->ne[3] == af->ne[3],
                   "a %s is not the pool of af %s", GGMLX_SHAPE(a), GGMLX_SHAPE(af));
     struct ggml_tensor * result = ggmlx_new_tensor_impl(ctx, GGML_TYPE_F32, 4, af->ne, NULL, 0, __func__);

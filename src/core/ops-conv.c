@@ -11,15 +11,6 @@
 #include "ggml-impl.h"
 
 /* an output length of a convolution, or -1 when stride/dilation are not positive or nothing fits */
-static int64_t conv_out(int64_t in, int64_t k, int s, int p, int d) {
-    if (s <= 0 || d <= 0 || k <= 0) {
-        return -1;
-    }
-    const int64_t span = (int64_t) d * (k - 1) + 1;
-    const int64_t room = in + 2 * (int64_t) p - span;
-    return room < 0 ? -1 : room / s + 1;
-}
-
 static bool is_conv_kernel_type(enum ggml_type t) {
     return t == GGML_TYPE_F32 || t == GGML_TYPE_F16 || t == GGML_TYPE_BF16;
 }
@@ -53,8 +44,8 @@ struct ggml_tensor * ggml_im2col(struct ggml_context * ctx, struct ggml_tensor *
     }
     GGMLX_REQUIRE(ctx, s0 > 0 && d0 > 0 && (!is_2D || (s1 > 0 && d1 > 0)),
                   "strides and dilations must be > 0, got s0 %d s1 %d d0 %d d1 %d", s0, s1, d0, d1);
-    const int64_t OW = conv_out(b->ne[0], a->ne[0], s0, p0, d0);
-    const int64_t OH = is_2D ? conv_out(b->ne[1], a->ne[1], s1, p1, d1) : 1;
+    const int64_t OW = ggmlx_conv_out(b->ne[0], a->ne[0], s0, p0, d0);
+    const int64_t OH = is_2D ? ggmlx_conv_out(b->ne[1], a->ne[1], s1, p1, d1) : 1;
     GGMLX_REQUIRE(ctx, OW > 0 && OH > 0, "b %s too small for kernel a %s with padding %d, %d and dilation %d, %d",
                   GGMLX_SHAPE(b), GGMLX_SHAPE(a), p0, p1, d0, d1);
     const int64_t ne[4] = {
@@ -87,9 +78,9 @@ struct ggml_tensor * ggml_im2col_3d(struct ggml_context * ctx, struct ggml_tenso
     GGMLX_REQUIRE(ctx, IC > 0 && IC <= INT32_MAX && b->ne[3] % IC == 0 && a->ne[3] % IC == 0,
                   "IC %lld must be > 0 and divide a ne3 and b ne3: a %s, b %s", (long long) IC, GGMLX_SHAPE(a),
                   GGMLX_SHAPE(b));
-    const int64_t OW = conv_out(b->ne[0], a->ne[0], s0, p0, d0);
-    const int64_t OH = conv_out(b->ne[1], a->ne[1], s1, p1, d1);
-    const int64_t OD = conv_out(b->ne[2], a->ne[2], s2, p2, d2);
+    const int64_t OW = ggmlx_conv_out(b->ne[0], a->ne[0], s0, p0, d0);
+    const int64_t OH = ggmlx_conv_out(b->ne[1], a->ne[1], s1, p1, d1);
+    const int64_t OD = ggmlx_conv_out(b->ne[2], a->ne[2], s2, p2, d2);
     GGMLX_REQUIRE(ctx, OW > 0 && OH > 0 && OD > 0,
                   "b %s too small for kernel a %s (or a stride/dilation not > 0)", GGMLX_SHAPE(b), GGMLX_SHAPE(a));
     const int64_t ne[4] = { a->ne[0] * a->ne[1] * a->ne[2] * IC, OW, OH, OD * (b->ne[3] / IC) };
@@ -236,8 +227,8 @@ struct ggml_tensor * ggml_conv_2d_dw_direct(struct ggml_context * ctx, struct gg
     GGMLX_REQUIRE(ctx, b->type == GGML_TYPE_F32, "b (the data) must be F32, got %s", GGMLX_SHAPE(b));
     GGMLX_REQUIRE(ctx, a->ne[2] == 1 && a->ne[3] == b->ne[2],
                   "a must be [KW, KH, 1, C] with C = b ne2: a %s, b %s", GGMLX_SHAPE(a), GGMLX_SHAPE(b));
-    const int64_t OW = conv_out(b->ne[0], a->ne[0], stride0, pad0, dilation0);
-    const int64_t OH = conv_out(b->ne[1], a->ne[1], stride1, pad1, dilation1);
+    const int64_t OW = ggmlx_conv_out(b->ne[0], a->ne[0], stride0, pad0, dilation0);
+    const int64_t OH = ggmlx_conv_out(b->ne[1], a->ne[1], stride1, pad1, dilation1);
     GGMLX_REQUIRE(ctx, OW > 0 && OH > 0, "b %s too small for kernel a %s (or a stride/dilation not > 0)",
                   GGMLX_SHAPE(b), GGMLX_SHAPE(a));
     const int64_t ne[4] = { OW, OH, b->ne[2], b->ne[3] };
@@ -270,8 +261,8 @@ struct ggml_tensor * ggml_conv_2d_direct(struct ggml_context * ctx, struct ggml_
     GGMLX_REQUIRE(ctx, b->type == GGML_TYPE_F32, "b (the data) must be F32, got %s", GGMLX_SHAPE(b));
     GGMLX_REQUIRE(ctx, a->ne[2] == b->ne[2], "a ne2 (input channels) must equal b ne2: a %s, b %s", GGMLX_SHAPE(a),
                   GGMLX_SHAPE(b));
-    const int64_t OW = conv_out(b->ne[0], a->ne[0], s0, p0, d0);
-    const int64_t OH = conv_out(b->ne[1], a->ne[1], s1, p1, d1);
+    const int64_t OW = ggmlx_conv_out(b->ne[0], a->ne[0], s0, p0, d0);
+    const int64_t OH = ggmlx_conv_out(b->ne[1], a->ne[1], s1, p1, d1);
     GGMLX_REQUIRE(ctx, OW > 0 && OH > 0, "b %s too small for kernel a %s (or a stride/dilation not > 0)",
                   GGMLX_SHAPE(b), GGMLX_SHAPE(a));
     const int64_t ne[4] = { OW, OH, a->ne[3], b->ne[3] };
@@ -322,9 +313,9 @@ struct ggml_tensor * ggml_conv_3d_direct(struct ggml_context * ctx, struct ggml_
     GGMLX_REQUIRE(ctx, a->ne[3] == (int64_t) n_channels * n_channels_out && b->ne[3] == (int64_t) n_channels * n_batch,
                   "need a ne3 = channels * channels_out (%d * %d) and b ne3 = channels * batch (%d * %d): a %s, b %s",
                   n_channels, n_channels_out, n_channels, n_batch, GGMLX_SHAPE(a), GGMLX_SHAPE(b));
-    const int64_t OW = conv_out(b->ne[0], a->ne[0], s0, p0, d0);
-    const int64_t OH = conv_out(b->ne[1], a->ne[1], s1, p1, d1);
-    const int64_t OD = conv_out(b->ne[2], a->ne[2], s2, p2, d2);
+    const int64_t OW = ggmlx_conv_out(b->ne[0], a->ne[0], s0, p0, d0);
+    const int64_t OH = ggmlx_conv_out(b->ne[1], a->ne[1], s1, p1, d1);
+    const int64_t OD = ggmlx_conv_out(b->ne[2], a->ne[2], s2, p2, d2);
     GGMLX_REQUIRE(ctx, OW > 0 && OH > 0 && OD > 0, "b %s too small for kernel a %s (or a stride/dilation not > 0)",
                   GGMLX_SHAPE(b), GGMLX_SHAPE(a));
     const int64_t ne[4] = { OW, OH, OD, (int64_t) n_channels_out * n_batch };

@@ -7,10 +7,6 @@
 #include "ggml-impl.h"
 
 /* a pooled length as upstream computes it (padding is a float there), or <= 0 when none fits */
-static int64_t pool_out(int64_t in, int k, int s, float p) {
-    return (int64_t) (((double) in + 2.0 * (double) p - (double) k) / (double) s + 1.0);
-}
-
 static bool pool_args_ok(struct ggml_context * ctx, const struct ggml_tensor * a, enum ggml_op_pool op,
                          const char * func) {
     if (a == NULL) {
@@ -35,7 +31,7 @@ struct ggml_tensor * ggml_pool_1d(struct ggml_context * ctx, struct ggml_tensor 
         return NULL;
     }
     GGMLX_REQUIRE(ctx, k0 > 0 && s0 > 0 && p0 >= 0, "need k0 > 0, s0 > 0, p0 >= 0, got %d, %d, %d", k0, s0, p0);
-    const int64_t ne[4] = { pool_out(a->ne[0], k0, s0, (float) p0), a->ne[1], a->ne[2], a->ne[3] };
+    const int64_t ne[4] = { ggmlx_pool_out(a->ne[0], k0, s0, (float) p0), a->ne[1], a->ne[2], a->ne[3] };
     GGMLX_REQUIRE(ctx, ne[0] > 0, "a %s too short for a window of %d with padding %d", GGMLX_SHAPE(a), k0, p0);
     struct ggml_tensor * result = ggmlx_new_tensor_impl(ctx, GGML_TYPE_F32, 4, ne, NULL, 0, __func__);
     if (result == NULL) {
@@ -58,7 +54,7 @@ struct ggml_tensor * ggml_pool_2d(struct ggml_context * ctx, struct ggml_tensor 
                   s0, s1);
     GGMLX_REQUIRE(ctx, p0 >= 0.0f && p1 >= 0.0f && p0 < 1e6f && p1 < 1e6f, "need 0 <= p0, p1 < 1e6, got %g, %g",
                   (double) p0, (double) p1);
-    const int64_t ne[4] = { pool_out(a->ne[0], k0, s0, p0), pool_out(a->ne[1], k1, s1, p1), a->ne[2], a->ne[3] };
+    const int64_t ne[4] = { ggmlx_pool_out(a->ne[0], k0, s0, p0), ggmlx_pool_out(a->ne[1], k1, s1, p1), a->ne[2], a->ne[3] };
     GGMLX_REQUIRE(ctx, ne[0] > 0 && ne[1] > 0, "a %s too small for a %dx%d window with padding %g, %g",
                   GGMLX_SHAPE(a), k0, k1, (double) p0, (double) p1);
     struct ggml_tensor * result = ggmlx_new_tensor_impl(ctx, GGML_TYPE_F32, 4, ne, NULL, 0, __func__);

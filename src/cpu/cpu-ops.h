@@ -14,6 +14,9 @@
 
 #include "ggml-impl.h"
 
+/* the first byte of row (i1, i2, i3) of t */
+#define ROW_PTR(t, i1, i2, i3) ((char *)(t)->data + (i1) * (t)->nb[1] + (i2) * (t)->nb[2] + (i3) * (t)->nb[3])
+
 struct ggmlx_cpu_state; /* executor-private: barrier, error flag */
 
 struct ggmlx_cpu_params {

@@ -4,10 +4,10 @@
  * against finite differences, and float sums of long rows would dominate that error.
  */
 #include "cpu-ops.h"
+#include "ops-elem.h"
 
 #include <math.h>
 
-#define ROW_PTR(t, i1, i2, i3) ((char *)(t)->data + (i1) * (t)->nb[1] + (i2) * (t)->nb[2] + (i3) * (t)->nb[3])
 #define ELEM(p, i, nb0)        (*(float *)((char *)(p) + (i) * (nb0)))
 #define CELEM(p, i, nb0)       (*(const float *)((const char *)(p) + (i) * (nb0)))
 
@@ -22,7 +22,8 @@ void ggmlx_cpu_repeat_back(const struct ggmlx_cpu_params * params, struct ggml_t
     int64_t r0, r1;
     ggmlx_cpu_split_rows(params, dst->ne[1] * dst->ne[2] * dst->ne[3], &r0, &r1);
     for (int64_t r = r0; r < r1; r++) {
-        const int64_t j1 = r % n1, j2 = (r / n1) % n2, j3 = r / (n1 * n2);
+        int64_t j1, j2, j3;
+        ggmlx_row_coords(dst, r, &j1, &j2, &j3);
         memset(acc, 0, (size_t) n0 * sizeof *acc);
         for (int64_t k3 = 0; k3 < r3n; k3++) {
             for (int64_t k2 = 0; k2 < r2n; k2++) {
@@ -51,11 +52,11 @@ size_t ggmlx_cpu_repeat_back_work_size(const struct ggml_tensor * dst, int n_tas
 void ggmlx_cpu_silu_back(const struct ggmlx_cpu_params * params, struct ggml_tensor * dst) {
     const struct ggml_tensor * dy = dst->src[0];
     const struct ggml_tensor * x  = dst->src[1];
-    const int64_t n1 = dst->ne[1], n2 = dst->ne[2];
     int64_t r0, r1;
     ggmlx_cpu_split_rows(params, dst->ne[1] * dst->ne[2] * dst->ne[3], &r0, &r1);
     for (int64_t r = r0; r < r1; r++) {
-        const int64_t i1 = r % n1, i2 = (r / n1) % n2, i3 = r / (n1 * n2);
+        int64_t i1, i2, i3;
+        ggmlx_row_coords(dst, r, &i1, &i2, &i3);
         const char * pg = ROW_PTR(dy, i1, i2, i3);
         const char * px = ROW_PTR(x, i1, i2, i3);
         char *       pd = ROW_PTR(dst, i1, i2, i3);
@@ -72,11 +73,12 @@ void ggmlx_cpu_rms_norm_back(const struct ggmlx_cpu_params * params, struct ggml
     const struct ggml_tensor * dy = dst->src[0];
     const struct ggml_tensor * x  = dst->src[1];
     const double  eps = (double) ggmlx_get_op_params_f32(dst, 0);
-    const int64_t n = dst->ne[0], n1 = dst->ne[1], n2 = dst->ne[2];
+    const int64_t n = dst->ne[0];
     int64_t r0, r1;
     ggmlx_cpu_split_rows(params, dst->ne[1] * dst->ne[2] * dst->ne[3], &r0, &r1);
     for (int64_t r = r0; r < r1; r++) {
-        const int64_t i1 = r % n1, i2 = (r / n1) % n2, i3 = r / (n1 * n2);
+        int64_t i1, i2, i3;
+        ggmlx_row_coords(dst, r, &i1, &i2, &i3);
         const char * pg = ROW_PTR(dy, i1, i2, i3);
         const char * px = ROW_PTR(x, i1, i2, i3);
         char *       pd = ROW_PTR(dst, i1, i2, i3);
@@ -101,11 +103,12 @@ void ggmlx_cpu_soft_max_back(const struct ggmlx_cpu_params * params, struct ggml
     const struct ggml_tensor * dy = dst->src[0];
     const struct ggml_tensor * y  = dst->src[1];
     const float   scale = ggmlx_get_op_params_f32(dst, 0);
-    const int64_t n = dst->ne[0], n1 = dst->ne[1], n2 = dst->ne[2];
+    const int64_t n = dst->ne[0];
     int64_t r0, r1;
     ggmlx_cpu_split_rows(params, dst->ne[1] * dst->ne[2] * dst->ne[3], &r0, &r1);
     for (int64_t r = r0; r < r1; r++) {
-        const int64_t i1 = r % n1, i2 = (r / n1) % n2, i3 = r / (n1 * n2);
+        int64_t i1, i2, i3;
+        ggmlx_row_coords(dst, r, &i1, &i2, &i3);
         const char * pg = ROW_PTR(dy, i1, i2, i3);
         const char * py = ROW_PTR(y, i1, i2, i3);
         char *       pd = ROW_PTR(dst, i1, i2, i3);

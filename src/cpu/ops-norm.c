@@ -10,7 +10,6 @@
 #include <math.h>
 
 /* element i0 of row (i1, i2, i3) */
-#define ROW_PTR(t, i1, i2, i3) ((char *)(t)->data + (i1) * (t)->nb[1] + (i2) * (t)->nb[2] + (i3) * (t)->nb[3])
 
 static void norm_rows(const struct ggmlx_cpu_params * params, struct ggml_tensor * dst, bool rms) {
     const struct ggml_tensor * src = dst->src[0];

@@ -6,7 +6,6 @@
  */
 #include "cpu-ops.h"
 
-#define ROW_PTR(t, i1, i2, i3) ((char *)(t)->data + (i1) * (t)->nb[1] + (i2) * (t)->nb[2] + (i3) * (t)->nb[3])
 
 void ggmlx_cpu_pad(const struct ggmlx_cpu_params * params, struct ggml_tensor * dst) {
     const struct ggml_tensor * src = dst->src[0];

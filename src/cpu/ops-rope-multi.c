@@ -10,7 +10,6 @@
 #include "ops-elem.h"
 #include "ggml-math.h"
 
-#define ROW_PTR(t, i1, i2, i3) ((char *)(t)->data + (i1) * (t)->nb[1] + (i2) * (t)->nb[2] + (i3) * (t)->nb[3])
 
 struct mrope_args {
     int   mode, n_dims, sections[4];

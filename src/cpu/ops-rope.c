@@ -7,7 +7,6 @@
 #include "cpu-ops.h"
 #include "ggml-math.h"
 
-#define ROW_PTR(t, i1, i2, i3) ((char *)(t)->data + (i1) * (t)->nb[1] + (i2) * (t)->nb[2] + (i3) * (t)->nb[3])
 
 /* pairs whose angles are cached; rows with more pairs compute the rest on the fly */
 #define ROPE_CACHE_PAIRS 512

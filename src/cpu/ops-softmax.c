@@ -9,7 +9,6 @@
 
 #include <math.h>
 
-#define ROW_PTR(t, i1, i2, i3) ((char *)(t)->data + (i1) * (t)->nb[1] + (i2) * (t)->nb[2] + (i3) * (t)->nb[3])
 
 /* ALiBi slope of head h among n_head heads: geometric in h, as upstream defines it */
 float ggmlx_cpu_alibi_slope(float max_bias, int64_t n_head, int64_t h) {

@@ -15,7 +15,6 @@
 #include "cpu-ops.h"
 #include "ggml-math.h"
 
-#define ROW_PTR(t, i1, i2, i3) ((char *)(t)->data + (i1) * (t)->nb[1] + (i2) * (t)->nb[2] + (i3) * (t)->nb[3])
 
 #define SORT_INSERT_MAX  64 /* rows up to this long: insertion sort */
 #define TOP_K_INSERT_MAX 16 /* k up to this: keep a sorted list of the best k */

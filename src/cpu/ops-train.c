@@ -4,10 +4,10 @@
  * thread order, so the loss does not depend on how rows were split beyond float rounding of each.
  */
 #include "cpu-ops.h"
+#include "ops-elem.h"
 
 #include <math.h>
 
-#define ROW_PTR(t, i1, i2, i3) ((char *)(t)->data + (i1) * (t)->nb[1] + (i2) * (t)->nb[2] + (i3) * (t)->nb[3])
 #define ELEM(p, i, nb0)        (*(float *)((char *)(p) + (i) * (nb0)))
 #define CELEM(p, i, nb0)       (*(const float *)((const char *)(p) + (i) * (nb0)))
 
@@ -32,7 +32,7 @@ static void row_log_sum_exp(const char * x, int64_t n, size_t nb0, double * max_
 void ggmlx_cpu_cross_entropy_loss(const struct ggmlx_cpu_params * params, struct ggml_tensor * dst) {
     const struct ggml_tensor * logits = dst->src[0];
     const struct ggml_tensor * labels = dst->src[1];
-    const int64_t n = logits->ne[0], n1 = logits->ne[1], n2 = logits->ne[2];
+    const int64_t n = logits->ne[0];
     const int64_t nr = ggml_nrows(logits);
     double * partial = (double *) params->wdata;
 
@@ -40,7 +40,8 @@ void ggmlx_cpu_cross_entropy_loss(const struct ggmlx_cpu_params * params, struct
     ggmlx_cpu_split_rows(params, nr, &r0, &r1);
     double sum = 0.0;
     for (int64_t r = r0; r < r1; r++) {
-        const int64_t i1 = r % n1, i2 = (r / n1) % n2, i3 = r / (n1 * n2);
+        int64_t i1, i2, i3;
+        ggmlx_row_coords(logits, r, &i1, &i2, &i3);
         const char * x = ROW_PTR(logits, i1, i2, i3);
         const char * t = ROW_PTR(labels, i1, i2, i3);
         double mx, lse;
@@ -71,14 +72,15 @@ void ggmlx_cpu_cross_entropy_loss_back(const struct ggmlx_cpu_params * params, s
     const struct ggml_tensor * grad   = dst->src[0];
     const struct ggml_tensor * logits = dst->src[1];
     const struct ggml_tensor * labels = dst->src[2];
-    const int64_t n = logits->ne[0], n1 = logits->ne[1], n2 = logits->ne[2];
+    const int64_t n = logits->ne[0];
     const int64_t nr = ggml_nrows(logits);
     const double  k  = (double) *(const float *) grad->data / (double) nr;
 
     int64_t r0, r1;
     ggmlx_cpu_split_rows(params, nr, &r0, &r1);
     for (int64_t r = r0; r < r1; r++) {
-        const int64_t i1 = r % n1, i2 = (r / n1) % n2, i3 = r / (n1 * n2);
+        int64_t i1, i2, i3;
+        ggmlx_row_coords(logits, r, &i1, &i2, &i3);
         const char * x = ROW_PTR(logits, i1, i2, i3);
         const char * t = ROW_PTR(labels, i1, i2, i3);
         char *       d = ROW_PTR(dst, i1, i2, i3);
@@ -101,12 +103,12 @@ void ggmlx_cpu_opt_step_adamw(const struct ggmlx_cpu_params * params, struct ggm
     const float * p = (const float *) dst->src[4]->data;
     const float alpha = p[0], beta1 = p[1], beta2 = p[2], eps = p[3], wd = p[4], beta1h = p[5], beta2h = p[6];
     const float keep = 1.0f - alpha * wd;
-    const int64_t n1 = w->ne[1], n2 = w->ne[2];
 
     int64_t r0, r1;
     ggmlx_cpu_split_rows(params, ggml_nrows(w), &r0, &r1);
     for (int64_t r = r0; r < r1; r++) {
-        const int64_t i1 = r % n1, i2 = (r / n1) % n2, i3 = r / (n1 * n2);
+        int64_t i1, i2, i3;
+        ggmlx_row_coords(w, r, &i1, &i2, &i3);
         char *       pw = ROW_PTR(w, i1, i2, i3);
         const char * pg = ROW_PTR(g, i1, i2, i3);
         char *       pm = ROW_PTR(m, i1, i2, i3);
@@ -130,12 +132,12 @@ void ggmlx_cpu_opt_step_sgd(const struct ggmlx_cpu_params * params, struct ggml_
     const struct ggml_tensor * g = dst->src[1];
     const float * p = (const float *) dst->src[2]->data;
     const float alpha = p[0], keep = 1.0f - p[0] * p[1];
-    const int64_t n1 = w->ne[1], n2 = w->ne[2];
 
     int64_t r0, r1;
     ggmlx_cpu_split_rows(params, ggml_nrows(w), &r0, &r1);
     for (int64_t r = r0; r < r1; r++) {
-        const int64_t i1 = r % n1, i2 = (r / n1) % n2, i3 = r / (n1 * n2);
+        int64_t i1, i2, i3;
+        ggmlx_row_coords(w, r, &i1, &i2, &i3);
         char *       pw = ROW_PTR(w, i1, i2, i3);
         const char * pg = ROW_PTR(g, i1, i2, i3);
         for (int64_t i = 0; i < w->ne[0]; i++) {

@@ -5,7 +5,6 @@
 #include "cpu-ops.h"
 #include "ops-elem.h"
 
-#define ROW_PTR(t, i1, i2, i3) ((char *)(t)->data + (i1) * (t)->nb[1] + (i2) * (t)->nb[2] + (i3) * (t)->nb[3])
 
 /*
  * dst = a (a contiguous, so is dst), then b's rows into the view. The copy is split by bytes and
