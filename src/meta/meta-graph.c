@@ -208,6 +208,128 @@ static bool reshape_split(const struct ggml_tensor * src, const struct ggml_tens
     return false;
 }
 
+/*
+ * Any other view of a tensor split along axis a (llama.cpp's K and V cache views, which regroup a
+ * cache row into heads, and its "merge heads and head size" view of K and V before they are
+ * stored): call the bytes from one index of the axes above a to the next its span. The split
+ * carries over when one view axis kb covers exactly one span, every other view axis either stays
+ * inside one step of kb or moves by whole spans, and each device's piece starts and ends on a
+ * step of kb. The view is then split along kb, and each device takes the same view of its piece
+ * with the moves by whole spans scaled to the piece's span.
+ */
+struct view_map {
+    int     axis;                   /* kb */
+    size_t  inner_off;              /* the view's offset within one span */
+    int64_t outer_off;              /* and in whole spans */
+    int64_t outer[GGML_MAX_DIMS];   /* spans a step of each view axis moves; 0 for inner axes */
+};
+
+/* bytes from one index of the axes above a to the next, when those axes are dense; 0 otherwise */
+static size_t split_span(const struct ggml_tensor * t, int a) {
+    size_t run = meta_axis_bytes(t, a, t->ne[a]);
+    const size_t span = run;
+    for (int j = a + 1; j < GGML_MAX_DIMS; j++) {
+        if (t->ne[j] > 1 && t->nb[j] != run) {
+            return 0;
+        }
+        run *= (size_t) t->ne[j];
+    }
+    return span;
+}
+
+static bool view_split(const struct ggml_tensor * src, const struct ggml_tensor * view, const struct meta_split * s,
+                       size_t n, struct meta_split * out, struct view_map * m) {
+    const int a = s->axis;
+    const size_t W = split_span(src, a);
+    if (s->n_seg != 1 || W == 0 || (const char *) view->data < (const char *) src->data) {
+        return false;
+    }
+    const size_t o = (size_t) ((const char *) view->data - (const char *) src->data);
+    memset(m, 0, sizeof *m);
+    m->inner_off = o % W;
+    m->outer_off = (int64_t) (o / W);
+    m->axis      = -1;
+    for (int k = 0; k < GGML_MAX_DIMS; k++) {
+        if (view->ne[k] <= 1) {
+            continue;
+        }
+        if (view->nb[k] >= W) {
+            if (view->nb[k] % W != 0) {
+                return false;
+            }
+            m->outer[k] = (int64_t) (view->nb[k] / W);
+            continue;
+        }
+        const size_t reach = k == 0 ? ggml_row_size(view->type, view->ne[0]) : view->nb[k] * (size_t) view->ne[k];
+        if (reach == W) {
+            if (m->axis >= 0) {
+                return false;
+            }
+            m->axis = k;
+        }
+    }
+    if (m->axis < 0) {
+        return false;
+    }
+    const int kb = m->axis;
+    const size_t step = kb == 0 ? ggml_type_size(view->type) : view->nb[kb];
+    /* how far the offset and the other inner axes reach: within one step of kb */
+    size_t reach = m->inner_off + (kb == 0 ? step : ggml_row_size(view->type, view->ne[0]));
+    for (int k = 1; k < GGML_MAX_DIMS; k++) {
+        if (k != kb && view->ne[k] > 1 && m->outer[k] == 0) {
+            reach += view->nb[k] * (size_t) (view->ne[k] - 1);
+        }
+    }
+    if (kb == 0 && (m->inner_off != 0 || reach > step)) {
+        return false;
+    }
+    if (kb != 0 && reach > step) {
+        return false;
+    }
+    *out       = *s;
+    out->axis  = kb;
+    out->n_seg = 1;
+    for (size_t d = 0; d < n; d++) {
+        const size_t b_start = meta_axis_bytes(src, a, ggmlx_meta_split_start(s, n, 0, d));
+        const size_t b_len   = meta_axis_bytes(src, a, s->len[0][d]);
+        if (b_start % step != 0 || b_len % step != 0) {
+            return false;
+        }
+        out->len[0][d] = (int64_t) (b_len / step) * (kb == 0 ? ggml_blck_size(view->type) : 1);
+    }
+    return true;
+}
+
+/* device d's view of its piece sd (of the source src) as m says; false when the piece is laid out otherwise */
+static bool view_split_dev(const struct ggml_tensor * src, const struct ggml_tensor * sd, const struct ggml_tensor * view,
+                           const struct meta_split * s, const struct view_map * m, int64_t len, int64_t ne[GGML_MAX_DIMS],
+                           size_t nb[GGML_MAX_DIMS], char ** data) {
+    const int a = s->axis;
+    /* a piece is dense (a weight's) or keeps the whole tensor's strides (a compute buffer's): in
+       both, the axes above a are dense among themselves and nb[a + 1] is the piece's span */
+    const size_t W = a + 1 < GGML_MAX_DIMS ? sd->nb[a + 1] : meta_axis_bytes(sd, a, sd->ne[a]);
+    for (int j = a + 2; j < GGML_MAX_DIMS; j++) {
+        if (sd->ne[j] > 1 && sd->nb[j] != sd->nb[j - 1] * (size_t) sd->ne[j - 1]) {
+            return false;
+        }
+    }
+    for (int j = 0; j < GGML_MAX_DIMS; j++) {
+        if (j != a && sd->ne[j] != src->ne[j]) {
+            return false;
+        }
+        if (j >= 1 && j <= a && sd->nb[j] != src->nb[j]) {
+            return false;
+        }
+    }
+    for (int k = 0; k < GGML_MAX_DIMS; k++) {
+        ne[k] = view->ne[k];
+        nb[k] = m->outer[k] > 0 ? (size_t) m->outer[k] * W : view->nb[k];
+    }
+    ne[m->axis] = len;
+    *data = (char *) sd->data + m->inner_off + (size_t) m->outer_off * W;
+    return true;
+}
+
 static bool view_node(struct pass * p, const struct ggml_tensor * node) {
     struct slot * src = slot_of(p, node->src[0]);
     if (src == NULL) {
@@ -215,6 +337,8 @@ static bool view_node(struct pass * p, const struct ggml_tensor * node) {
     }
     const struct meta_split * have = &p->pool[src->split];
     struct meta_split out = *have;
+    struct view_map vm;
+    bool mapped = false;
     if (meta_split_is_axis(have)) {
         switch (node->op) {
         case GGML_OP_PERMUTE: {
@@ -236,10 +360,11 @@ static bool view_node(struct pass * p, const struct ggml_tensor * node) {
             /* a view keeping everything: the same split */
             const bool whole = node->data == node->src[0]->data && ggml_are_same_shape(node, node->src[0]) &&
                                memcmp(node->nb, node->src[0]->nb, sizeof node->nb) == 0;
-            if (!whole) {
-                return fail(p, GGML_STATUS_FAILED, "view '%s' into '%s', which is split along axis %d", node->name,
-                            node->src[0]->name, have->axis);
+            if (!whole && !view_split(node->src[0], node, have, p->n, &out, &vm)) {
+                return fail(p, GGML_STATUS_FAILED, "view '%s' %s into '%s', which is split along axis %d, cuts through "
+                            "the devices' pieces", node->name, GGMLX_SHAPE(node), node->src[0]->name, have->axis);
             }
+            mapped = !whole;
         }
         }
     }
@@ -257,7 +382,12 @@ static bool view_node(struct pass * p, const struct ggml_tensor * node) {
         char  * data = sd->data;
         memcpy(ne, node->ne, sizeof ne);
         memcpy(nb, node->nb, sizeof nb);
-        if (node->op == GGML_OP_PERMUTE || node->op == GGML_OP_TRANSPOSE) {
+        if (mapped) {
+            if (!view_split_dev(node->src[0], sd, node, have, &vm, out.len[0][d], ne, nb, &data)) {
+                return fail(p, GGML_STATUS_FAILED, "view '%s' into '%s': device %zu's piece is not laid out as the view "
+                            "needs", node->name, node->src[0]->name, d);
+            }
+        } else if (node->op == GGML_OP_PERMUTE || node->op == GGML_OP_TRANSPOSE) {
             int axes[4] = { 1, 0, 2, 3 };
             if (node->op == GGML_OP_PERMUTE) {
                 memcpy(axes, node->op_params, sizeof axes);

@@ -260,6 +260,55 @@ static enum meta_rule rule_mul_mat(const struct ggml_tensor * node, const struct
     return refuse(r, node, "this combination of source splits is not supported");
 }
 
+/*
+ * Attention split by head (q, k and v split along axis 2, as llama.cpp's tensor split mode
+ * does): each device attends with its own query heads over its own K/V heads, so every
+ * device's query heads must be a whole group of its K/V heads, in order. The result has its
+ * heads along axis 1. The mask goes whole; the sinks (one per query head) follow the query
+ * heads. ALiBi slopes depend on the global head index, so a split with max_bias is refused.
+ */
+static enum meta_rule rule_flash_attn(const struct ggml_tensor * node, const struct meta_split * const * src,
+                                      size_t n_devs, struct meta_rule_result * r) {
+    const struct meta_split * sq = src[0], * sk = src[1], * sv = src[2];
+    if (!meta_split_is_axis(sq) && !meta_split_is_axis(sk) && !meta_split_is_axis(sv)) {
+        return META_RULE_REFUSE; /* all whole: the generic rule */
+    }
+    float max_bias;
+    memcpy(&max_bias, (const float *) node->op_params + 1, sizeof max_bias);
+    if (sq->axis != 2 || sk->axis != 2 || sv->axis != 2 || sq->n_seg != 1 || sk->n_seg != 1 || sv->n_seg != 1 ||
+        !ggmlx_meta_split_equal(sk, sv, n_devs)) {
+        return refuse(r, node, "q, k and v can be split only along axis 2 (by head), k and v alike");
+    }
+    if (max_bias != 0.0f) {
+        return refuse(r, node, "ALiBi slopes depend on the global head index; split by head it would change them");
+    }
+    const int64_t group = node->src[1]->ne[2] > 0 ? node->src[0]->ne[2] / node->src[1]->ne[2] : 0;
+    for (size_t d = 0; d < n_devs; d++) {
+        if (sq->len[0][d] != group * sk->len[0][d]) {
+            return refuse(r, node, "a device's query heads are not the groups of its K/V heads");
+        }
+    }
+    r->want[0] = *sq;
+    r->want[1] = *sk;
+    r->want[2] = *sv;
+    if (src[3] != NULL) {
+        if (!is_mirrored(src[3]) || (node->src[3]->ne[2] != 1)) {
+            return refuse(r, node, "the mask must be whole and the same for every head");
+        }
+        r->want[3] = *src[3];
+    }
+    if (src[4] != NULL) {
+        struct meta_split want;
+        set_axis(&want, 0, sq);
+        if (!ggmlx_meta_can_view_as(node->src[4], src[4], &want, n_devs)) {
+            return refuse(r, node, "the sinks are not split as the query heads");
+        }
+        r->want[4] = want;
+    }
+    set_axis(&r->out, 1, sq);
+    return META_RULE_OK;
+}
+
 enum meta_rule ggmlx_meta_rule_apply(const struct ggml_tensor * node, const struct meta_split * const * src, size_t n_devs,
                                      struct meta_rule_result * r) {
     memset(r->why, 0, sizeof r->why);
@@ -270,6 +319,12 @@ enum meta_rule ggmlx_meta_rule_apply(const struct ggml_tensor * node, const stru
     }
     if (node->op == GGML_OP_MUL_MAT) {
         return rule_mul_mat(node, src, n_devs, r);
+    }
+    if (node->op == GGML_OP_FLASH_ATTN_EXT && !any_partial) {
+        const enum meta_rule rr = rule_flash_attn(node, src, n_devs, r);
+        if (rr != META_RULE_REFUSE || r->why[0] != '\0') {
+            return rr;
+        }
     }
     if (any_partial) {
         const enum meta_rule rr = rule_partial(node, src, r);
@@ -312,6 +367,21 @@ enum meta_rule ggmlx_meta_rule_apply(const struct ggml_tensor * node, const stru
         }
         r->want[0] = *src[0];
         r->want[1] = *src[1];
+        r->out     = *src[0];
+        return META_RULE_OK;
+    }
+    if (node->op == GGML_OP_SET_ROWS && meta_split_is_axis(src[0])) {
+        /* rows (source 0, by the whole indices of source 1) written into the table (source 2)
+           split within its rows, as llama.cpp's KV cache is split by head: each device writes
+           its part of every row */
+        if (src[0]->axis != 0 || src[0]->n_seg != 1 || !is_mirrored(src[1]) || src[2] == NULL ||
+            !ggmlx_meta_split_equal(src[2], src[0], n_devs)) {
+            return refuse(r, node, "rows can be written split only along axis 0, into a table split as the rows, by "
+                                   "whole indices");
+        }
+        r->want[0] = *src[0];
+        r->want[1] = *src[1];
+        r->want[2] = *src[2];
         r->out     = *src[0];
         return META_RULE_OK;
     }
