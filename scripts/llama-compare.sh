@@ -34,7 +34,7 @@
 #
 # Environment: LLAMA_WORK, GGML_CUDA, CMAKE_ARGS, JOBS (scripts/llama-common.sh); LLAMA_PYTHON
 # (a Python with gguf==0.19.0 and numpy; default .ci-venv/bin/python, then python3);
-# KLD_CTX (128), KLD_CHUNKS (4): the perplexity window; BENCH_SIZE (bench; tiny for a quick try
+# KLD_CTX (128), KLD_CHUNKS (15, all the text has): the perplexity window; BENCH_SIZE (bench; tiny for a quick try
 # of --bench); thresholds: see "Thresholds" below.
 set -uo pipefail
 
@@ -76,7 +76,7 @@ KLD_MAX_MIN=${KLD_MAX_MIN:-0.002}
 TOP_MISS_MIN=${TOP_MISS_MIN:-1.0}
 KLD_CTX=${KLD_CTX:-128}
 BENCH_SIZE=${BENCH_SIZE:-bench}
-KLD_CHUNKS=${KLD_CHUNKS:-4}
+KLD_CHUNKS=${KLD_CHUNKS:-15}
 
 TEXT="$GGMLX_ROOT/tests/llama/prose.txt"
 VOCAB="$LLAMA_CPP_DIR/models/ggml-vocab-llama-spm.gguf"

@@ -11,10 +11,13 @@
  * every accumulator held in registers across the block's rows). V rows are prefetched while the
  * block's logits are computed.
  *
- * K and V rows are read as F32 (q is never rounded): F32, F16, BF16, Q8_0 and Q4_0 rows are
- * converted 16 values at a time in registers and meet every head of the unit there (AVX-512);
- * other types, or a CPU without AVX-512, go through a converted copy of the row. Accumulation is
- * F32 whatever the precision hint. A row whose every logit is -INF (fully masked, no sinks) gives
+ * Float K rows (F32, F16, BF16) meet the F32 query (never rounded), 16 values at a time in
+ * registers for every head of the unit (AVX-512). A quantized K row meets the query quantized to
+ * the K type's dot-product partner (Q8_0 for Q8_0 and Q4_0, Q8_K for the K-quants, ...) through
+ * the matrix product's integer dot, as upstream's CPU backend does, so a quantized KV cache gives
+ * upstream's logits (and the integer dot reads a Q8_0 row faster than converting it). V rows are
+ * converted to F32 (in registers for F16, BF16, Q8_0 and Q4_0). Accumulation is F32 whatever the
+ * precision hint. A row whose every logit is -INF (fully masked, no sinks) gives
  * zeros, as our soft_max does, rather than NaNs.
  */
 #include "cpu-ops.h"
@@ -42,12 +45,12 @@ const char * ggmlx_cpu_flash_attn_refusal(const struct ggml_tensor * dst) {
     const struct ggml_tensor * k = dst->src[1];
     const struct ggml_tensor * v = dst->src[2];
     if (!fa_float_type(k->type)) {
-        const struct ggml_type_traits * tr = ggml_get_type_traits(k->type);
-        if (tr == NULL || tr->to_float == NULL) {
-            return "the key type has no dequantizer";
+        const struct ggml_type_traits_cpu * tk = ggml_get_type_traits_cpu(k->type);
+        if (tk == NULL || tk->vec_dot == NULL || ggml_get_type_traits_cpu(tk->vec_dot_type)->from_float == NULL) {
+            return "the key type has no dot product with a quantized query";
         }
-        if (k->ne[0] % ggml_blck_size(k->type) != 0) {
-            return "the key head size must be whole blocks of the key type";
+        if (k->ne[0] % ggml_blck_size(k->type) != 0 || k->ne[0] % ggml_blck_size(tk->vec_dot_type) != 0) {
+            return "the key head size must be whole blocks of the key type and of its query type";
         }
     }
     if (!fa_float_type(v->type)) {
@@ -333,8 +336,13 @@ struct fa_plan {
     int64_t units;
     size_t  DKa, DVa;   /* floats per query / accumulator, padded to FA_ALIGN bytes */
     size_t  per_thread; /* bytes of scratch per thread */
+    bool    avx512;
     bool    fast_k, fast_v; /* rows converted in registers (AVX-512) */
-    ggml_to_float_t k_to_float, v_to_float; /* quantized rows without the fast path */
+    ggml_to_float_t v_to_float; /* quantized V rows without the fast path */
+    /* quantized K: the query is quantized to kq_type once per unit and dotted by kq_dot */
+    ggml_from_float_t kq_from_float;
+    ggml_vec_dot_t    kq_dot;
+    size_t  kq_row;     /* bytes of one quantized query, padded to FA_ALIGN */
     size_t  v_row_bytes;
 };
 
@@ -356,11 +364,18 @@ static void fa_make_plan(const struct ggml_tensor * dst, int nth, struct fa_plan
     p->n_head_kv = k->ne[2];
     p->group     = p->n_head_kv > 0 ? p->n_head / p->n_head_kv : 1;
     p->v_row_bytes = ggml_row_size(v->type, v->ne[0]);
-    p->k_to_float = fa_float_type(k->type) ? NULL : ggml_get_type_traits(k->type)->to_float;
     p->v_to_float = fa_float_type(v->type) ? NULL : ggml_get_type_traits(v->type)->to_float;
+    if (!fa_float_type(k->type)) {
+        const struct ggml_type_traits_cpu * tk = ggml_get_type_traits_cpu(k->type);
+        const struct ggml_type_traits_cpu * tq = ggml_get_type_traits_cpu(tk->vec_dot_type);
+        p->kq_dot        = tk->vec_dot;
+        p->kq_from_float = tq->from_float;
+        p->kq_row        = fa_align(ggml_row_size(tk->vec_dot_type, p->DK));
+    }
 #if defined(__x86_64__)
     const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("f16c");
-    p->fast_k = avx512 && fa_fast_type(k->type, p->DK);
+    p->avx512 = avx512;
+    p->fast_k = avx512 && fa_float_type(k->type) && fa_fast_type(k->type, p->DK);
     p->fast_v = avx512 && fa_fast_type(v->type, p->DV);
 #endif
     if (nth < 1) {
@@ -378,11 +393,11 @@ static void fa_make_plan(const struct ggml_tensor * dst, int nth, struct fa_plan
     p->DKa       = fa_align((size_t) p->DK * sizeof(float)) / sizeof(float);
     p->DVa       = fa_align((size_t) p->DV * sizeof(float)) / sizeof(float);
     p->per_thread = sizeof(float) * (p->DKa * FA_HEADS   /* queries, scaled */
-                                     + p->DKa            /* one K row in F32 */
                                      + p->DVa * FA_HEADS /* accumulators */
                                      + p->DVa            /* one V row in F32 */
                                      + FA_BLOCK * FA_HEADS    /* logits of a block */
-                                     + FA_BLOCK * FA_HEADS);  /* mask values of a block */
+                                     + FA_BLOCK * FA_HEADS)   /* mask values of a block */
+                    + p->kq_row * FA_HEADS;                           /* quantized queries */
 }
 
 size_t ggmlx_cpu_flash_attn_work_size(const struct ggml_tensor * dst, int n_tasks) {
@@ -395,11 +410,11 @@ size_t ggmlx_cpu_flash_attn_work_size(const struct ggml_tensor * dst, int n_task
 
 struct fa_scratch {
     float * q;   /* FA_HEADS queries, DKa apart */
-    float * kf;  /* one K row in F32 */
     float * acc; /* FA_HEADS accumulators, DVa apart */
     float * vf;  /* one V row in F32 */
     float * s;   /* logits, then weights: [token in block][head] */
     float * mf;  /* a block of mask values in F32 (with the slope), per head or shared */
+    char  * qq;  /* FA_HEADS quantized queries, kq_row apart (quantized K) */
 };
 
 /* a row as F32 (types without the fast path) */
@@ -464,8 +479,13 @@ static void fa_unit(const struct fa_plan * p, const struct ggml_tensor * dst, co
         /* the query, scaled in advance (softcap needs the plain scaled logit) */
         const char * qr = (const char *) q->data + iq1 * q->nb[1] + h * q->nb[2] + iq3 * q->nb[3];
         float * qd = w->q + j * p->DKa;
+        /* a quantized K meets the unscaled query (its block scales then round as upstream's do) */
+        const float qscale = p->kq_dot != NULL ? 1.0f : scale;
         for (int64_t i = 0; i < p->DK; i++) {
-            qd[i] = *(const float *) (qr + i * q->nb[0]) * scale;
+            qd[i] = *(const float *) (qr + i * q->nb[0]) * qscale;
+        }
+        if (p->kq_dot != NULL) {
+            p->kq_from_float(qd, w->qq + j * p->kq_row, p->DK);
         }
     }
     const bool   mask_f16 = mask && mask->type == GGML_TYPE_F16;
@@ -481,7 +501,7 @@ static void fa_unit(const struct fa_plan * p, const struct ggml_tensor * dst, co
             float * mf = w->mf + j * FA_BLOCK;
             if (mask_f16) {
 #if defined(__x86_64__)
-                if (p->fast_k) {
+                if (p->avx512) {
                     fa_to_f32_avx512(nc, mrow[j] + c0 * sizeof(uint16_t), GGML_TYPE_F16, mf);
                 } else
 #endif
@@ -526,10 +546,14 @@ static void fa_unit(const struct fa_plan * p, const struct ggml_tensor * dst, co
                 fa_dots_avx512(p->DK, kr, k->type, w->q, p->DKa, (int) nh, d);
             } else
 #endif
-            {
-                const float * kf = fa_row_f32(kr, k->type, p->k_to_float, p->DK, w->kf);
+            if (p->kq_dot != NULL) {
                 for (int64_t j = 0; j < nh; j++) {
-                    d[j] = ggmlx_cpu_dot_float_row(p->DK, kf, GGML_TYPE_F32, w->q + j * p->DKa);
+                    p->kq_dot((int) p->DK, &d[j], 0, kr, 0, w->qq + j * p->kq_row, 0, 1);
+                    d[j] *= scale;
+                }
+            } else {
+                for (int64_t j = 0; j < nh; j++) {
+                    d[j] = ggmlx_cpu_dot_float_row(p->DK, kr, k->type, w->q + j * p->DKa);
                 }
             }
             for (int64_t j = 0; j < nh; j++) {
@@ -543,7 +567,7 @@ static void fa_unit(const struct fa_plan * p, const struct ggml_tensor * dst, co
         }
         /* new maxima, rescale what is accumulated, turn logits into weights */
 #if defined(__x86_64__)
-        if (p->fast_k || p->fast_v) {
+        if (p->avx512) {
             fa_block_avx512(w->s, nc, nh, M, S, r);
         } else
 #endif
@@ -629,11 +653,11 @@ void ggmlx_cpu_flash_attn(const struct ggmlx_cpu_params * params, struct ggml_te
                               (size_t) params->ith * p.per_thread);
     struct fa_scratch w;
     w.q   = base;
-    w.kf  = w.q + p.DKa * FA_HEADS;
-    w.acc = w.kf + p.DKa;
+    w.acc = w.q + p.DKa * FA_HEADS;
     w.vf  = w.acc + p.DVa * FA_HEADS;
     w.s   = w.vf + p.DVa;
     w.mf  = w.s + FA_BLOCK * FA_HEADS;
+    w.qq  = (char *) (w.mf + FA_BLOCK * FA_HEADS);
 
     int64_t u0, u1;
     ggmlx_cpu_split_rows(params, p.units, &u0, &u1);
