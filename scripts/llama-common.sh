@@ -155,8 +155,11 @@ llama_configure_tools() {
         -DLLAMA_BUILD_UI=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_MTMD=OFF -DLLAMA_CURL=OFF
 }
 
-# llama_build_tools DIR [NINJA_ARGS...]: builds LLAMA_TOOL_TARGETS in a configured DIR.
+# llama_build_tools DIR [NINJA_ARGS...]: builds LLAMA_TOOL_TARGETS (or the targets the array
+# LLAMA_BUILD_TARGETS names, when set) in a configured DIR.
 llama_build_tools() {
     local dir=$1; shift
-    cmake --build "$dir" --target "${LLAMA_TOOL_TARGETS[@]}" -j"$LLAMA_JOBS" -- "$@"
+    local targets=("${LLAMA_TOOL_TARGETS[@]}")
+    [ -n "${LLAMA_BUILD_TARGETS+x}" ] && targets=("${LLAMA_BUILD_TARGETS[@]}")
+    cmake --build "$dir" --target "${targets[@]}" -j"$LLAMA_JOBS" -- "$@"
 }

@@ -210,8 +210,13 @@ if [ ! -f "$UPSTREAM_PREFIX/lib/cmake/ggml/ggml-config.cmake" ]; then
 fi
 llama_step "llama.cpp against upstream ggml: configure" "$UP_BUILD.configure.log" \
     llama_configure_tools "$UP_BUILD" "$UPSTREAM_PREFIX" || exit 1
-llama_step "llama.cpp against upstream ggml: build ${LLAMA_TOOL_TARGETS[*]}" "$UP_BUILD.build.log" \
+# The reference needs only the programs that write bases and quantize (and, for the self-test,
+# everything the compared build runs).
+LLAMA_BUILD_TARGETS=(llama-perplexity llama-bench llama-quantize)
+[ "$SELF_TEST" = 1 ] && LLAMA_BUILD_TARGETS=("${LLAMA_TOOL_TARGETS[@]}")
+llama_step "llama.cpp against upstream ggml: build ${LLAMA_BUILD_TARGETS[*]}" "$UP_BUILD.build.log" \
     llama_build_tools "$UP_BUILD" || exit 1
+unset LLAMA_BUILD_TARGETS
 UP_BIN="$UP_BUILD/bin"
 
 X_BIN=""
@@ -410,6 +415,27 @@ else
                 case_result "$t $name" FAIL "llama-perplexity failed (log: $log)"
             fi
         done
+    done
+fi
+
+# --- generating text -------------------------------------------------------------------------
+# The README's commands: llama-completion on the CPU and over SIM0 and SIM1 generates the tokens
+# it was asked for (the text itself is not compared: random weights make it a string of near-ties).
+if [ -n "$X_BIN" ] && [ "$SELF_TEST" = 0 ]; then
+    for cs in "CPU||" "SIM0+SIM1 -sm layer|GGMLX_SIM_DEVICES=2|-ngl 99 -sm layer"; do
+        IFS='|' read -r name envs argstr <<<"$cs"
+        read -r -a a <<<"$argstr"
+        read -r -a e <<<"$envs"
+        log="$OUT/completion-${name%% *}.log"
+        env ${e[@]+"${e[@]}"} "$X_BIN/llama-completion" -m "$MODELS/llama-tiny-f32.gguf" -p "The harbor town" -n 16 \
+            --temp 0 -t 2 --no-warmup ${a[@]+"${a[@]}"} >"$log" 2>&1 </dev/null
+        rc=$?
+        runs=$(sed -n 's/.* eval time = .*\/ *\([0-9]*\) runs.*/\1/p' "$log" | tail -n 1)
+        if [ "$rc" -eq 0 ] && [ "${runs:-0}" -eq 15 ]; then
+            case_result "llama-completion $name" pass "16 tokens"
+        else
+            case_result "llama-completion $name" FAIL "exit $rc, ${runs:-no} decode runs (log: $log)"
+        fi
     done
 fi
 
