@@ -338,7 +338,7 @@ static bool view_node(struct pass * p, const struct ggml_tensor * node) {
     const struct meta_split * have = &p->pool[src->split];
     struct meta_split out = *have;
     struct view_map vm;
-    bool mapped = false;
+    bool mapped = false, same = false;
     if (meta_split_is_axis(have)) {
         switch (node->op) {
         case GGML_OP_PERMUTE: {
@@ -365,6 +365,7 @@ static bool view_node(struct pass * p, const struct ggml_tensor * node) {
                             "the devices' pieces", node->name, GGMLX_SHAPE(node), node->src[0]->name, have->axis);
             }
             mapped = !whole;
+            same   = whole;
         }
         }
     }
@@ -382,7 +383,11 @@ static bool view_node(struct pass * p, const struct ggml_tensor * node) {
         char  * data = sd->data;
         memcpy(ne, node->ne, sizeof ne);
         memcpy(nb, node->nb, sizeof nb);
-        if (mapped) {
+        if (same) {
+            /* each device's piece as it is: the view's own shape is the whole tensor's */
+            memcpy(ne, sd->ne, sizeof ne);
+            memcpy(nb, sd->nb, sizeof nb);
+        } else if (mapped) {
             if (!view_split_dev(node->src[0], sd, node, have, &vm, out.len[0][d], ne, nb, &data)) {
                 return fail(p, GGML_STATUS_FAILED, "view '%s' into '%s': device %zu's piece is not laid out as the view "
                             "needs", node->name, node->src[0]->name, d);

@@ -370,19 +370,20 @@ enum meta_rule ggmlx_meta_rule_apply(const struct ggml_tensor * node, const stru
         r->out     = *src[0];
         return META_RULE_OK;
     }
-    if (node->op == GGML_OP_SET_ROWS && meta_split_is_axis(src[0])) {
+    if (node->op == GGML_OP_SET_ROWS && src[2] != NULL && (meta_split_is_axis(src[0]) || meta_split_is_axis(src[2]))) {
         /* rows (source 0, by the whole indices of source 1) written into the table (source 2)
            split within its rows, as llama.cpp's KV cache is split by head: each device writes
-           its part of every row */
-        if (src[0]->axis != 0 || src[0]->n_seg != 1 || !is_mirrored(src[1]) || src[2] == NULL ||
-            !ggmlx_meta_split_equal(src[2], src[0], n_devs)) {
-            return refuse(r, node, "rows can be written split only along axis 0, into a table split as the rows, by "
-                                   "whole indices");
+           its part of every row. Whole rows are handed as the table's split, like any mirrored
+           source; a table split by rows would need the indices sorted out per device. */
+        if (src[2]->axis != 0 || src[2]->n_seg != 1 || !is_mirrored(src[1]) ||
+            !ggmlx_meta_can_view_as(node->src[0], src[0], src[2], n_devs)) {
+            return refuse(r, node, "a table can be written split only along axis 0, from rows split as it or whole, "
+                                   "by whole indices");
         }
-        r->want[0] = *src[0];
+        r->want[0] = *src[2];
         r->want[1] = *src[1];
         r->want[2] = *src[2];
-        r->out     = *src[0];
+        r->out     = *src[2];
         return META_RULE_OK;
     }
     /* anything else runs on every device with whole sources */
