@@ -382,11 +382,6 @@ Test(glu, rejects_bad_arguments) {
     ggml_free(ctx);
 
     ctx = to_small_ctx();
-    struct ggml_tensor * odd = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, 7, 2);
-    to_expect_rejected(ctx, ggml_geglu(ctx, odd), "ggml_geglu");
-    ggml_free(ctx);
-
-    ctx = to_small_ctx();
     struct ggml_tensor * a = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, 8, 2);
     struct ggml_tensor * b = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, 8, 3);
     to_expect_rejected(ctx, ggml_swiglu_split(ctx, a, b), "ggml_swiglu_split");
