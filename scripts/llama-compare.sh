@@ -509,8 +509,28 @@ else
 fi
 
 # --- summary --------------------------------------------------------------------------------
+# The logit comparisons as a markdown table (a row per type, a column per case) for the README.
+awk -F'\t' '
+    $1 ~ / (fa-off|fa-on|kv-q8_0|sim2 -sm layer|sim2 -sm tensor)$/ {
+        t = $1; sub(/ .*/, "", t); c = substr($1, length(t) + 2)
+        if (!(t in seen)) { seen[t] = 1; order[++n] = t }
+        v = $3; sub(/ \(.*/, "", v)
+        l = $3; if (sub(/^[^(]*\(/, "", l)) { sub(/\)$/, "", l); lim[t] = l }
+        cell[t, c] = ($2 == "pass" ? v : "FAIL: " v)
+    }
+    END {
+        if (n == 0) exit
+        split("fa-off|fa-on|kv-q8_0|sim2 -sm layer|sim2 -sm tensor", cs, "|")
+        print "| type | fa off | fa on | KV cache Q8_0 | SIM0+SIM1 -sm layer | SIM0+SIM1 -sm tensor | limits |"
+        print "| --- | --- | --- | --- | --- | --- | --- |"
+        for (i = 1; i <= n; i++) {
+            line = "| " order[i]
+            for (j = 1; j <= 5; j++) line = line " | " ((order[i], cs[j]) in cell ? cell[order[i], cs[j]] : "-")
+            print line " | " lim[order[i]] " |"
+        }
+    }' "$RESULTS" >"$OUT/kld-table.md"
 echo
-echo "results ($((SECONDS - t_start)) s; logs under $OUT):"
+echo "results ($((SECONDS - t_start)) s; logs under $OUT; the logits as a table: $OUT/kld-table.md):"
 awk -F'\t' '{ printf "  %-34s %-4s %s\n", $1, $2, $3 }' "$RESULTS"
 [ "$n_skip" -gt 0 ] && echo "$n_skip skipped"
 echo "$n_pass passed, $n_fail failed"
