@@ -25,10 +25,23 @@
 #                build-gpu-dl/: ggml-devices --load-all must find CUDA0 through libggml-cuda.so with
 #                nothing logged, ggml-demo must pass on CUDA0, and with CUDA_VISIBLE_DEVICES empty the
 #                module must cost one "CUDA module not used" line. Output joins devices.log
+#   llama        llama.cpp (the trimmed copy carried in .llama-gpu/) built against build-gpu installed
+#                into build-gpu-prefix/, then scripts/llama-gpu.sh: F16, Q8_0 and Q4_0 random llama
+#                models with -ngl 99, flash attention off and on, against upstream's CPU logits
+#                (KL divergence within upstream's own noise floor); the weights must go to CUDA0.
+#                No .llama-gpu/ is a skip. Output joins conformance.log
 #   sanitizer    compute-sanitizer memcheck over ggml-conformance --device CUDA0 on a few filters
 #                (last: it is the slowest, and what is left of the budget bounds it)
 # Logs go to $OUT when set (the device tool brings $OUT back; at most 8 files), else to
 # build-gpu/gpu-check-logs. A summary table is printed last.
+#
+# What the device tool must carry: .llama-gpu, which scripts/llama-gpu-pack.sh writes where the
+# network is (about 39 MiB of the 64 MiB a call carries), i.e.
+#   carry: [".llama-gpu"]
+# (plus build-gpu when a built folder is reused). The whole run stays within GPU_CHECK_BUDGET:
+# the llama step is bounded at 240 s (a fresh llama.cpp build, about 870 s of compiling on one
+# core of the development machine, the longest file about a minute; then six runs of a second
+# or two); the other steps took about 70 s on a fresh H200 machine, so 470 s still leaves room.
 #
 # Environment:
 #   GPU_CHECK_BUILD_DIR    build folder (default build-gpu)
@@ -37,6 +50,9 @@
 #   GPU_CHECK_FILTERS      sanitizer subset, conformance --filter substrings separated by ';'
 #   GPU_CHECK_BUDGET       seconds for the whole run (default 470)
 #   GPU_CHECK_PYTHON       the Python that has torch (default python3)
+#   LLAMA_GPU_PACK         the llama step's pack (default .llama-gpu)
+#   LLAMA_GPU_REQUIRE_DEVICE  the device the llama step wants the weights on (default CUDA0; SIM0
+#                          tries the step without a GPU)
 # Exit: 0 every step passed, 1 a step failed or timed out, 2 no CUDA device.
 
 set -euo pipefail
@@ -396,6 +412,30 @@ else
         run_step module 90 "$gpu_log" bash -c 'dl_check "$1"' dl_check "$dl_build"
     fi
     record module "$(status_of "$step_rc")" "$(elapsed_s "$mod_t0")" "libggml-cuda.so loaded by ggml_backend_load_all; demo on CUDA0 (see devices.log)"
+fi
+
+# ---- llama: llama.cpp on the CUDA backend against upstream's CPU logits ------------------------------
+# build-gpu is installed into a scratch prefix and scripts/llama-gpu.sh builds the carried, trimmed
+# llama.cpp against it, runs the carried models with -ngl 99 (flash attention off and on) against
+# upstream's carried CPU bases, and fails a case whose weights did not go to CUDA0. Without the
+# carried .llama-gpu/ (scripts/llama-gpu-pack.sh makes it) the step is a skip. Output joins
+# conformance.log ($OUT brings back 8 files at most, and those are taken).
+llama_pack=${LLAMA_GPU_PACK:-$root/.llama-gpu}
+llama_prefix=$build-prefix
+if [ ! -f "$llama_pack/pack.txt" ]; then
+    record llama skip 0.0 "no $llama_pack: run scripts/llama-gpu-pack.sh where the network is and carry .llama-gpu"
+elif [ ! -f "$build/cmake_install.cmake" ]; then
+    record llama "FAIL (not built)" 0.0 "-"
+else
+    echo "--- llama: scripts/llama-gpu.sh on build-gpu installed into $llama_prefix" >>"$conf_log"
+    run_step llama 240 "$conf_log" bash -c "rm -rf '$llama_prefix' && cmake --install '$build' --prefix '$llama_prefix' >/dev/null &&
+        LLAMA_GPU_REQUIRE_DEVICE=${LLAMA_GPU_REQUIRE_DEVICE:-CUDA0} JOBS=$jobs LLAMA_GPU_PACK='$llama_pack' '$root/scripts/llama-gpu.sh' '$llama_prefix'"
+    key=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$conf_log" | tail -n 1 || true)
+    if [ "$step_rc" = 3 ]; then
+        record llama skip "$step_time" "no usable pack (see conformance.log)"
+    else
+        record llama "$(status_of "$step_rc")" "$step_time" "${key:-see conformance.log}: F16, Q8_0, Q4_0, fa off/on, weights on ${LLAMA_GPU_REQUIRE_DEVICE:-CUDA0}"
+    fi
 fi
 
 # ---- compute-sanitizer -------------------------------------------------------------------------------

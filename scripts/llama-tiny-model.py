@@ -7,7 +7,7 @@ models/ggml-vocab-llama-spm.gguf in its source tree), so llama.cpp tokenizes ord
 
 Needs the PyPI packages gguf (0.19.0) and numpy.
 
-    llama-tiny-model.py --vocab VOCAB.gguf --out DIR [--size tiny|bench] [--types f32,f16,bf16]
+    llama-tiny-model.py --vocab VOCAB.gguf --out DIR [--size tiny|bench|gpu] [--types f32,f16,bf16]
 
 writes DIR/llama-SIZE-TYPE.gguf for each type and prints each file's path.
 """
@@ -25,10 +25,14 @@ except ImportError:  # pragma: no cover - the message is the point
 
 # Shapes. "tiny" is for CI: small enough that a perplexity run over a few short chunks takes seconds
 # yet has GQA (n_head_kv < n_head) and rows that every k-quant's 256-wide blocks divide. "bench" has
-# about 0.5 billion parameters, for llama-bench.
+# about 0.5 billion parameters, for llama-bench. "gpu" travels to a lent GPU machine with its
+# bases (scripts/llama-gpu-pack.sh), so its bytes count: two layers, head size 64 with GQA, and
+# no output matrix (tied: llama.cpp's llama loader falls back to the token embedding), which
+# halves a file that the 32000-row vocabulary dominates.
 SIZES = {
     "tiny": dict(n_layer=4, n_embd=256, n_head=4, n_head_kv=2, n_ff=768),
     "bench": dict(n_layer=28, n_embd=1024, n_head=16, n_head_kv=8, n_ff=4096),
+    "gpu": dict(n_layer=2, n_embd=128, n_head=2, n_head_kv=1, n_ff=512, tied=True),
 }
 
 FILE_TYPES = {  # llama_ftype values that general.file_type records
@@ -41,6 +45,9 @@ CONTEXT_LENGTH = 2048
 ROPE_FREQ_BASE = 10000.0
 RMS_EPS = 1e-5
 SEED = 20261204
+# Each size's generator seed is SEED plus its own fixed offset, so adding a size changes no
+# other size's bytes.
+SEED_OFFSETS = {"bench": 0, "tiny": 1, "gpu": 2}
 
 
 def read_tokenizer(path):
@@ -72,7 +79,9 @@ def weights(shape_cfg, n_vocab, rng):
     Scales: each matrix's entries have standard deviation 1/sqrt(fan-in), so activations keep
     unit size through the layers and attention scores are not flat; the output matrix is larger
     so that the next-token distribution is peaked (a flat one would make top-token agreement
-    meaningless), and the norm weights sit near 1.
+    meaningless), and the norm weights sit near 1. A tied model has no output matrix; its token
+    embedding takes the output matrix's scale, since it serves as both (the input side goes
+    through an RMS norm first, so its scale does not matter there).
     """
     n_embd = shape_cfg["n_embd"]
     n_ff = shape_cfg["n_ff"]
@@ -85,7 +94,9 @@ def weights(shape_cfg, n_vocab, rng):
     def norm(n):
         return (1.0 + 0.1 * rng.standard_normal(n, dtype=np.float32)).astype(np.float32)
 
-    yield "token_embd.weight", mat(n_vocab, n_embd, 1.0)
+    tied = shape_cfg.get("tied", False)
+    out_std = 4.0 * n_embd ** -0.5
+    yield "token_embd.weight", mat(n_vocab, n_embd, out_std if tied else 1.0)
     for i in range(shape_cfg["n_layer"]):
         p = f"blk.{i}."
         yield p + "attn_norm.weight", norm(n_embd)
@@ -98,7 +109,8 @@ def weights(shape_cfg, n_vocab, rng):
         yield p + "ffn_up.weight", mat(n_ff, n_embd, n_embd ** -0.5)
         yield p + "ffn_down.weight", mat(n_embd, n_ff, n_ff ** -0.5)
     yield "output_norm.weight", norm(n_embd)
-    yield "output.weight", mat(n_vocab, n_embd, 4.0 * n_embd ** -0.5)
+    if not tied:
+        yield "output.weight", mat(n_vocab, n_embd, out_std)
 
 
 def write_model(path, size, type_name, tokenizer):
@@ -122,7 +134,7 @@ def write_model(path, size, type_name, tokenizer):
     write_tokenizer(writer, tokenizer)
 
     # One seed for every type: the F16 and BF16 models are roundings of the F32 one.
-    rng = np.random.default_rng(SEED + sorted(SIZES).index(size))
+    rng = np.random.default_rng(SEED + SEED_OFFSETS[size])
     for name, w in weights(cfg, n_vocab, rng):
         if w.ndim == 1 or qtype == gguf.GGMLQuantizationType.F32:
             writer.add_tensor(name, w)  # norms stay F32, as llama.cpp's converter writes them
