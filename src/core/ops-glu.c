@@ -59,10 +59,7 @@ static struct ggml_tensor * glu_make(struct ggml_context * ctx, struct ggml_tens
         }
         memcpy(ne, a->ne, sizeof ne);
     } else {
-        if (a->ne[0] % 2 != 0) {
-            ggmlx_ctx_fail(ctx, func, "a %s: ne0 must be even (both halves of each row)", GGMLX_SHAPE(a));
-            return NULL;
-        }
+        /* an odd row's last element belongs to neither half and is left out, as upstream does */
         memcpy(ne, a->ne, sizeof ne);
         ne[0] = a->ne[0] / 2;
     }
