@@ -547,6 +547,17 @@ Test(im2col_3d, column_layout) {
     to_end(&e);
 }
 
+/* upstream's test-backend-ops gives IC 3 with a kernel of ne3 1: only KW, KH, KD are read */
+Test(im2col_3d, kernel_ne3_need_not_be_a_multiple_of_ic) {
+    struct ggml_context * ctx = to_small_ctx();
+    struct ggml_tensor * a = ggml_new_tensor_4d(ctx, GGML_TYPE_F32, 3, 3, 3, 1);
+    struct ggml_tensor * b = ggml_new_tensor_4d(ctx, GGML_TYPE_F32, 10, 10, 10, 9);
+    struct ggml_tensor * r = ggml_im2col_3d(ctx, a, b, 3, 1, 1, 1, 0, 0, 0, 1, 1, 1, GGML_TYPE_F32);
+    cr_assert_not_null(r, "%s", ggmlx_last_error());
+    cr_assert(r->ne[0] == 27 * 3 && r->ne[1] == 8 && r->ne[2] == 8 && r->ne[3] == 8 * 3);
+    ggml_free(ctx);
+}
+
 Test(conv_3d, rejects_bad_arguments) {
     struct ggml_context * ctx = to_small_ctx();
     struct ggml_tensor * a = ggml_new_tensor_4d(ctx, GGML_TYPE_F32, 3, 3, 3, 6);
@@ -556,7 +567,12 @@ Test(conv_3d, rejects_bad_arguments) {
     ctx = to_small_ctx();
     a = ggml_new_tensor_4d(ctx, GGML_TYPE_F32, 3, 3, 3, 6);
     b = ggml_new_tensor_4d(ctx, GGML_TYPE_F32, 8, 8, 8, 4);
-    to_expect_rejected(ctx, ggml_im2col_3d(ctx, a, b, 4, 1, 1, 1, 0, 0, 0, 1, 1, 1, GGML_TYPE_F32), "ggml_im2col_3d");
+    to_expect_rejected(ctx, ggml_im2col_3d(ctx, a, b, 3, 1, 1, 1, 0, 0, 0, 1, 1, 1, GGML_TYPE_F32), "ggml_im2col_3d");
+    ggml_free(ctx);
+    ctx = to_small_ctx();
+    a = ggml_new_tensor_4d(ctx, GGML_TYPE_F32, 3, 3, 3, 6);
+    b = ggml_new_tensor_4d(ctx, GGML_TYPE_F32, 8, 8, 8, 4);
+    to_expect_rejected(ctx, ggml_conv_3d(ctx, a, b, 4, 1, 1, 1, 0, 0, 0, 1, 1, 1), "ggml_conv_3d");
     ggml_free(ctx);
     ctx = to_small_ctx();
     a = ggml_new_tensor_4d(ctx, GGML_TYPE_F32, 3, 3, 9, 6);
