@@ -81,11 +81,15 @@ llama_backend_ops_emu_report() {
         return 1
     fi
     echo "test-backend-ops CUDA0 (emulated): $n_pass/$n_total passed, $n_unsup not supported (${secs} s)"
+    if [ "$n_total" -eq 0 ]; then
+        echo "  no case ran on CUDA0 (a filter that matches nothing?) (log: $log)"
+        return 1
+    fi
     n_fail=$((n_total - n_pass))
     if [ "$rc" -ne 0 ] || [ "$n_fail" -ne 0 ]; then
         echo "  $n_fail failed (exit $rc, log: $log):"
-        # upstream lists the failed cases after "Failing tests:"; the console lines say FAIL
-        grep -E 'FAIL' "$log" | sed 's/\x1b\[[0-9;]*m//g' | head -n 20 | sed 's/^/    | /'
+        # a failed case's console line: "  OP(params): ... FAIL" (the backend's own line has no "(")
+        sed 's/\x1b\[[0-9;]*m//g' "$log" | grep -E '^ +[A-Z_0-9]+\(.*FAIL' | head -n 20 | sed 's/^/    | /'
         return 1
     fi
     return 0
