@@ -547,6 +547,31 @@ Test(im2col_3d, column_layout) {
     to_end(&e);
 }
 
+/* upstream's test-backend-ops gives IC 3 with a kernel of ne3 1: only KW, KH, KD are read */
+Test(im2col_3d, kernel_ne3_need_not_be_a_multiple_of_ic) {
+    struct ggml_context * ctx = to_small_ctx();
+    struct ggml_tensor * a = ggml_new_tensor_4d(ctx, GGML_TYPE_F32, 3, 3, 3, 1);
+    struct ggml_tensor * b = ggml_new_tensor_4d(ctx, GGML_TYPE_F32, 10, 10, 10, 9);
+    struct ggml_tensor * r = ggml_im2col_3d(ctx, a, b, 3, 1, 1, 1, 0, 0, 0, 1, 1, 1, GGML_TYPE_F32);
+    cr_assert_not_null(r, "%s", ggmlx_last_error());
+    cr_assert(r->ne[0] == 27 * 3 && r->ne[1] == 8 && r->ne[2] == 8 && r->ne[3] == 8 * 3);
+    ggml_free(ctx);
+}
+
+/* upstream's v=1 case: a view of 1 channel with IC 3 gives N = 0 and an empty result, computed as such */
+Test(im2col_3d, fewer_channels_than_ic_give_an_empty_result) {
+    struct to_env e;
+    to_begin(&e);
+    struct ggml_tensor * a = to_new(&e, GGML_TYPE_F32, 3, 3, 3, 3);
+    struct ggml_tensor * b = to_new(&e, GGML_TYPE_F32, 6, 6, 5, 1);
+    struct ggml_tensor * r = ggml_im2col_3d(e.ctx, a, b, 3, 1, 1, 1, 0, 0, 0, 1, 1, 1, GGML_TYPE_F32);
+    cr_assert_not_null(r, "%s", ggmlx_last_error());
+    cr_assert(r->ne[0] == 27 * 3 && r->ne[3] == 0 && ggml_nelements(r) == 0);
+    to_alloc(&e, r);
+    to_compute(&e, r, 2);
+    to_end(&e);
+}
+
 Test(conv_3d, rejects_bad_arguments) {
     struct ggml_context * ctx = to_small_ctx();
     struct ggml_tensor * a = ggml_new_tensor_4d(ctx, GGML_TYPE_F32, 3, 3, 3, 6);
@@ -556,7 +581,12 @@ Test(conv_3d, rejects_bad_arguments) {
     ctx = to_small_ctx();
     a = ggml_new_tensor_4d(ctx, GGML_TYPE_F32, 3, 3, 3, 6);
     b = ggml_new_tensor_4d(ctx, GGML_TYPE_F32, 8, 8, 8, 4);
-    to_expect_rejected(ctx, ggml_im2col_3d(ctx, a, b, 4, 1, 1, 1, 0, 0, 0, 1, 1, 1, GGML_TYPE_F32), "ggml_im2col_3d");
+    to_expect_rejected(ctx, ggml_im2col_3d(ctx, a, b, 0, 1, 1, 1, 0, 0, 0, 1, 1, 1, GGML_TYPE_F32), "ggml_im2col_3d");
+    ggml_free(ctx);
+    ctx = to_small_ctx();
+    a = ggml_new_tensor_4d(ctx, GGML_TYPE_F32, 3, 3, 3, 6);
+    b = ggml_new_tensor_4d(ctx, GGML_TYPE_F32, 8, 8, 8, 4);
+    to_expect_rejected(ctx, ggml_conv_3d(ctx, a, b, 4, 1, 1, 1, 0, 0, 0, 1, 1, 1), "ggml_conv_3d");
     ggml_free(ctx);
     ctx = to_small_ctx();
     a = ggml_new_tensor_4d(ctx, GGML_TYPE_F32, 3, 3, 9, 6);

@@ -57,14 +57,14 @@ static double ref_value(const struct glu_ref * f, double x, double g) {
     return xc * ref_sigmoid(f->alpha * xc) * (gc + 1.0);
 }
 
-/* form: 0 plain, 1 swapped, 2 split; tail: elements after both halves of an unsplit row */
-static void run_tail(const struct glu_ref * f, enum ggml_type type, int64_t nc, int64_t nr, enum layout l, int form,
-                     int n_threads, uint64_t salt, int64_t tail) {
+/* form: 0 plain, 1 swapped, 2 split; a plain or swapped row has `extra` elements past its two halves */
+static void run_rows(const struct glu_ref * f, enum ggml_type type, int64_t nc, int64_t extra, int64_t nr,
+                     enum layout l, int form, int n_threads, uint64_t salt) {
     struct to_env e;
     to_begin(&e);
     struct tu_rng rng = tu_rng_new(salt);
     const bool split = form == 2, swapped = form == 1;
-    const int64_t ne_a[4] = { split ? nc : 2 * nc + tail, nr, 2, 1 };
+    const int64_t ne_a[4] = { split ? nc : 2 * nc + extra, nr, 2, 1 };
     struct ggml_tensor * a = make_input(&e, l, type, ne_a);
     struct ggml_tensor * b = split ? make_input(&e, l, type, ne_a) : NULL;
     tu_fill(a, &rng, -5.0f, 5.0f);
@@ -124,18 +124,18 @@ static void run_tail(const struct glu_ref * f, enum ggml_type type, int64_t nc, 
 
 static void run(const struct glu_ref * f, enum ggml_type type, int64_t nc, int64_t nr, enum layout l, int form,
                 int n_threads, uint64_t salt) {
-    run_tail(f, type, nc, nr, l, form, n_threads, salt, 0);
+    run_rows(f, type, nc, 0, nr, l, form, n_threads, salt);
 }
 
-/* as upstream: an odd row gives ne0 / 2 values and its last element is not read */
-Test(glu2, an_odd_row_leaves_its_last_element_out) {
+/* upstream's test-backend-ops gives rows of 5: the halves are [0, 2) and [2, 4), the last one unused */
+Test(glu2, odd_rows_leave_the_last_element_out) {
     for (int k = 0; k < N_NAMED; k++) {
         const struct glu_ref f = { &NAMED[k], 0, 0 };
-        run_tail(&f, GGML_TYPE_F32, 3, 4, CONTIG, 0, 1, (uint64_t) (7000 + k), 1);
-        run_tail(&f, GGML_TYPE_F16, 2, 3, CONTIG, 1, 2, (uint64_t) (7100 + k), 1);
+        run_rows(&f, GGML_TYPE_F32, 2, 1, 7, CONTIG, 0, 1, (uint64_t) (6000 + k));
+        run_rows(&f, GGML_TYPE_F16, 16, 1, 3, CONTIG, 1, 2, (uint64_t) (6100 + k));
     }
     const struct glu_ref oai = { NULL, 1.702f, 7.0f };
-    run_tail(&oai, GGML_TYPE_F32, 5, 2, CONTIG, 0, 1, 7200, 1);
+    run_rows(&oai, GGML_TYPE_F32, 3, 1, 5, CONTIG, 0, 1, 6200);
 }
 
 Test(glu2, named_helpers_all_sizes) {
@@ -195,8 +195,9 @@ Test(glu2, swiglu_oai_types_and_layouts) {
 
 Test(glu2, named_helpers_reject_bad_arguments) {
     for (int k = 0; k < N_NAMED; k++) {
-        char n_plain[48], n_split[48];
+        char n_plain[48], n_swapped[48], n_split[48];
         snprintf(n_plain, sizeof n_plain, "ggml_%s", NAMED[k].name);
+        snprintf(n_swapped, sizeof n_swapped, "ggml_%s_swapped", NAMED[k].name);
         snprintf(n_split, sizeof n_split, "ggml_%s_split", NAMED[k].name);
 
         struct ggml_context * ctx = to_small_ctx();
@@ -206,6 +207,11 @@ Test(glu2, named_helpers_reject_bad_arguments) {
         ctx = to_small_ctx();
         struct ggml_tensor * i32 = ggml_new_tensor_2d(ctx, GGML_TYPE_I32, 8, 2);
         to_expect_rejected(ctx, NAMED[k].plain(ctx, i32), n_plain);
+        ggml_free(ctx);
+
+        ctx = to_small_ctx();
+        i32 = ggml_new_tensor_2d(ctx, GGML_TYPE_I32, 8, 2);
+        to_expect_rejected(ctx, NAMED[k].swapped(ctx, i32), n_swapped);
         ggml_free(ctx);
 
         ctx = to_small_ctx();

@@ -116,17 +116,24 @@ Test(out_prod, rejects_null_arguments) {
     ggml_free(ctx);
 }
 
-Test(out_prod, rejects_bad_types) {
-    struct ggml_context * ctx = to_small_ctx();
-    struct ggml_tensor * a = ggml_new_tensor_2d(ctx, GGML_TYPE_I32, 4, 3);
-    struct ggml_tensor * b = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, 5, 3);
-    to_expect_rejected(ctx, ggml_out_prod(ctx, a, b), "ggml_out_prod");
-    ggml_free(ctx);
-    ctx = to_small_ctx();
-    a = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, 4, 3);
-    b = ggml_new_tensor_2d(ctx, GGML_TYPE_F16, 5, 3);
-    to_expect_rejected(ctx, ggml_out_prod(ctx, a, b), "ggml_out_prod");
-    ggml_free(ctx);
+/* upstream's constructor takes any types (test-backend-ops builds Q4_0 a, F16 b); the CPU refuses them */
+Test(out_prod, builds_types_the_cpu_then_refuses) {
+    const enum ggml_type ta[] = { GGML_TYPE_Q4_0, GGML_TYPE_F32 };
+    const enum ggml_type tb[] = { GGML_TYPE_F32, GGML_TYPE_F16 };
+    ggml_backend_t cpu = ggml_backend_cpu_init();
+    cr_assert_not_null(cpu);
+    for (int k = 0; k < 2; k++) {
+        struct ggml_context * ctx = to_small_ctx();
+        struct ggml_tensor * a = ggml_new_tensor_2d(ctx, ta[k], 32, 3);
+        struct ggml_tensor * b = ggml_new_tensor_2d(ctx, tb[k], 5, 3);
+        struct ggml_tensor * r = ggml_out_prod(ctx, a, b);
+        cr_assert_not_null(r, "%s", ggmlx_last_error());
+        cr_assert(r->type == GGML_TYPE_F32 && r->ne[0] == 32 && r->ne[1] == 5);
+        cr_assert(!ggml_backend_supports_op(cpu, r), "the CPU claims out_prod of %s x %s", ggml_type_name(ta[k]),
+                  ggml_type_name(tb[k]));
+        ggml_free(ctx);
+    }
+    ggml_backend_free(cpu);
 }
 
 Test(out_prod, rejects_mismatched_shapes) {

@@ -156,12 +156,11 @@ Test(rope_multi, refuses_all_zero_sections) {
     ggml_free(ctx);
 }
 
-/* upstream's test-backend-ops gives 126 pairs of sections to a 64-pair row: the pairs fall in
-   the sections of p % 126, so the third section is never reached */
-Test(rope_multi, sections_longer_than_the_row_are_cut_where_it_ends) {
-    const int s[4] = { 5, 5, 5, 0 };
+/* upstream's test-backend-ops gives {n/3, n/3, n/3, 0} to rows of n/2 pairs: the sections wrap */
+Test(rope_multi, sections_longer_than_the_row_wrap_around) {
+    const int s[4] = { 6, 6, 6, 0 };
     run_multi(GGML_ROPE_TYPE_MROPE, s, 16, 16, false, 0.0f, false, false, 1);
-    run_multi(GGML_ROPE_TYPE_IMROPE, s, 16, 16, true, 0.0f, false, false, 2);
+    run_multi(GGML_ROPE_TYPE_IMROPE, s, 16, 16, false, 0.0f, false, false, 2);
 }
 
 Test(rope_multi, refuses_vision_without_half_the_row) {

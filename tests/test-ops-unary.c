@@ -381,6 +381,13 @@ Test(glu, rejects_bad_arguments) {
     to_expect_rejected(ctx, ggml_glu(ctx, NULL, GGML_GLU_OP_REGLU, true), "ggml_glu");
     ggml_free(ctx);
 
+    /* an odd row is not refused: its last element is left out, as upstream does (test-ops-glu2.c) */
+    ctx = to_small_ctx();
+    struct ggml_tensor * odd = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, 7, 2);
+    struct ggml_tensor * r   = ggml_geglu(ctx, odd);
+    cr_assert(r != NULL && r->ne[0] == 3, "%s", ggmlx_last_error() ? ggmlx_last_error() : "?");
+    ggml_free(ctx);
+
     ctx = to_small_ctx();
     struct ggml_tensor * a = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, 8, 2);
     struct ggml_tensor * b = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, 8, 3);

@@ -321,6 +321,11 @@ static void compute_backward(struct bwd * b, struct ggml_tensor * node) {
             bwd_fail(b, "node '%s': %s", node->name, "the mask of soft_max has no gradient");
             return;
         }
+        if (g0 && ggmlx_get_op_params_f32(node, 1) != 0.0f) {
+            /* soft_max_ext_back builds it, but no backend computes ALiBi's backward pass */
+            bwd_fail(b, "node '%s': %s", node->name, "soft_max with max_bias (ALiBi) has no gradient rule");
+            return;
+        }
         if (g0) {
             add_or_set(b, s0, ggml_soft_max_ext_back(ctx, grad, node, ggmlx_get_op_params_f32(node, 0),
                                                     ggmlx_get_op_params_f32(node, 1)));

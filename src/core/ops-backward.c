@@ -73,11 +73,10 @@ static struct ggml_tensor * soft_max_back_impl(struct ggml_context * ctx, struct
         ggmlx_ctx_fail(ctx, func, "a %s and b %s must have the same shape", GGMLX_SHAPE(a), GGMLX_SHAPE(b));
         return NULL;
     }
-    /* the mask's slope does not change d softmax / d x, but upstream refuses ALiBi here too */
-    if (max_bias != 0.0f) {
-        ggmlx_ctx_fail(ctx, func, "max_bias must be 0 (ALiBi has no backward pass), got %g", (double) max_bias);
-        return NULL;
-    }
+    /*
+     * A max_bias (ALiBi) is kept in op_params as upstream's constructor keeps it; no backend computes
+     * it (upstream's CPU neither), so such a node is refused by supports_op, not here.
+     */
     struct ggml_tensor * result = ggmlx_new_result(ctx, a, inplace, func);
     if (result == NULL) {
         return NULL;
@@ -123,10 +122,11 @@ struct ggml_tensor * ggml_get_rows_back(struct ggml_context * ctx, struct ggml_t
     GGMLX_REQUIRE_TENSOR(ctx, a);
     GGMLX_REQUIRE_TENSOR(ctx, b);
     GGMLX_REQUIRE_TENSOR(ctx, c);
-    GGMLX_REQUIRE(ctx, a->type == GGML_TYPE_F32 && ggml_is_matrix(a), "a must be an F32 matrix, got %s",
-                  GGMLX_SHAPE(a));
-    GGMLX_REQUIRE(ctx, b->type == GGML_TYPE_I32 && ggml_is_vector(b) && b->ne[0] == a->ne[1],
-                  "b must be an I32 vector with one index per row of a %s, got %s", GGMLX_SHAPE(a), GGMLX_SHAPE(b));
+    /* a of any type, as upstream takes it (the CPU sums F32 only); b may index fewer rows than a has */
+    GGMLX_REQUIRE(ctx, ggml_is_matrix(a), "a must be a matrix, got %s", GGMLX_SHAPE(a));
+    GGMLX_REQUIRE(ctx, b->type == GGML_TYPE_I32 && ggml_is_vector(b) && b->ne[0] <= a->ne[1],
+                  "b must be an I32 vector of at most one index per row of a %s, got %s", GGMLX_SHAPE(a),
+                  GGMLX_SHAPE(b));
     GGMLX_REQUIRE(ctx, ggml_is_matrix(c) && c->ne[0] == a->ne[0],
                   "c must be a matrix with rows as long as a's: a %s, c %s", GGMLX_SHAPE(a), GGMLX_SHAPE(c));
     struct ggml_tensor * result = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, c->ne[0], c->ne[1]);

@@ -59,7 +59,7 @@ static struct ggml_tensor * glu_make(struct ggml_context * ctx, struct ggml_tens
         }
         memcpy(ne, a->ne, sizeof ne);
     } else {
-        /* an odd row's last element belongs to neither half (upstream's test-backend-ops asks) */
+        /* an odd row's last element belongs to neither half and is left out, as upstream does */
         memcpy(ne, a->ne, sizeof ne);
         ne[0] = a->ne[0] / 2;
     }

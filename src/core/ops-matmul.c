@@ -15,7 +15,7 @@ struct ggml_tensor * ggml_mul_mat(struct ggml_context * ctx, struct ggml_tensor 
     GGMLX_REQUIRE(ctx, a->type == GGML_TYPE_F32 || a->type == GGML_TYPE_F16 || a->type == GGML_TYPE_BF16 ||
                        ggml_is_quantized(a->type),
                   "a must be F32, F16, BF16 or a quantized type, got %s", GGMLX_SHAPE(a));
-    /* an F16 or BF16 b is a valid graph (CUDA multiplies it; the CPU backend declines it) */
+    /* upstream's constructor takes an F16 b too (test-backend-ops builds it); the CPU computes F32 b only */
     GGMLX_REQUIRE(ctx, b->type == GGML_TYPE_F32 || b->type == GGML_TYPE_F16 || b->type == GGML_TYPE_BF16,
                   "b must be F32, F16 or BF16, got %s", GGMLX_SHAPE(b));
     GGMLX_REQUIRE(ctx, a->ne[0] == b->ne[0] && broadcasts(a->ne[2], b->ne[2]) && broadcasts(a->ne[3], b->ne[3]),

@@ -44,11 +44,14 @@ static struct ggml_tensor * rope_impl(struct ggml_context * ctx, struct ggml_ten
                 return NULL;
             }
         }
-        /* a section is a count of rotated pairs; pair p falls in the section of p modulo their sum, so sections
-           may add up to more pairs than the row has (the last ones are then never reached, as in
-           llama.cpp's own rope tests), but not to none */
+        /*
+         * A section is a count of rotated pairs; pair p falls in section (p mod sum), so sections
+         * longer than the row are fine (upstream's test-backend-ops gives {42, 42, 42, 0} to a row
+         * of 64 pairs), but the sum is a divisor and the first three cannot all be empty.
+         */
         if (sections[0] == 0 && sections[1] == 0 && sections[2] == 0) {
-            ggmlx_ctx_fail(ctx, func, "sections {%d, %d, %d, %d} must have a non-zero one among the first three (a %s)",
+            ggmlx_ctx_fail(ctx, func,
+                           "sections {%d, %d, %d, %d} must have a non-zero one among the first three (a %s)",
                            sections[0], sections[1], sections[2], sections[3], GGMLX_SHAPE(a));
             return NULL;
         }

@@ -3,15 +3,18 @@
  */
 #include "ggml-impl.h"
 
-/* the element types the CPU repeat kernel moves */
+/*
+ * Any type of one element per block, as upstream's constructor takes (its test-backend-ops repeats
+ * I16); a backend that cannot move a type says so in supports_op (the CPU: floats and I32).
+ */
 static bool repeat_type_ok(enum ggml_type t) {
-    return t == GGML_TYPE_F32 || t == GGML_TYPE_F16 || t == GGML_TYPE_BF16 || t == GGML_TYPE_I32;
+    return t >= 0 && t < GGML_TYPE_COUNT && ggml_blck_size(t) == 1;
 }
 
 static struct ggml_tensor * repeat_impl(struct ggml_context * ctx, struct ggml_tensor * a, const int64_t ne[4],
                                         const char * func) {
     if (!repeat_type_ok(a->type)) {
-        ggmlx_ctx_fail(ctx, func, "a %s: only F32, F16, BF16 and I32 can be repeated", GGMLX_SHAPE(a));
+        ggmlx_ctx_fail(ctx, func, "a %s: only types of one element per block can be repeated", GGMLX_SHAPE(a));
         return NULL;
     }
     const bool a_empty = ggml_nelements(a) == 0;

@@ -259,8 +259,9 @@ ggmlx_cpu_kernel_t ggmlx_cpu_kernel_for(const struct ggml_tensor * node) {
         return s0->type == GGML_TYPE_F32 && s1->type == GGML_TYPE_F32 ? ggmlx_cpu_silu_back : NULL;
     case GGML_OP_RMS_NORM_BACK:
         return s0->type == GGML_TYPE_F32 && s1->type == GGML_TYPE_F32 ? ggmlx_cpu_rms_norm_back : NULL;
-    case GGML_OP_SOFT_MAX_BACK:
-        return s0->type == GGML_TYPE_F32 && s1->type == GGML_TYPE_F32 ? ggmlx_cpu_soft_max_back : NULL;
+    case GGML_OP_SOFT_MAX_BACK: /* not ALiBi's (a max_bias), as upstream's CPU */
+        return s0->type == GGML_TYPE_F32 && s1->type == GGML_TYPE_F32 && ggmlx_get_op_params_f32(node, 1) == 0.0f
+             ? ggmlx_cpu_soft_max_back : NULL;
     case GGML_OP_GET_ROWS_BACK:
         return s0->type == GGML_TYPE_F32 && s1->type == GGML_TYPE_I32 ? ggmlx_cpu_get_rows_back : NULL;
     case GGML_OP_CROSS_ENTROPY_LOSS:

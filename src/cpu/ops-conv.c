@@ -98,7 +98,11 @@ void ggmlx_cpu_im2col_3d(const struct ggmlx_cpu_params * params, struct ggml_ten
     const int64_t IC = ggmlx_get_op_params_i32(dst, 9);
     const int64_t KW = a->ne[0], KH = a->ne[1], KD = a->ne[2];
     const int64_t IW = b->ne[0], IH = b->ne[1], ID = b->ne[2];
-    const int64_t N = b->ne[3] / IC, OD = dst->ne[3] / N;
+    const int64_t N = b->ne[3] / IC;
+    if (N == 0) {
+        return; /* fewer channels than IC: an empty result (upstream's rounding) */
+    }
+    const int64_t OD = dst->ne[3] / N;
     const size_t  es = ggml_type_size(dst->type);
 
     int64_t r0, r1;
