@@ -41,8 +41,11 @@ llama_backend_ops_emu() {
     fi
     read -r -a launcher <<<"$(llama_launcher_args)"
     mkdir -p "$build" "$(dirname "$log")"
-    # Release as the install; tests on (the emulator's targets live in the test build), nothing else
-    if ! ggmlx_configure "$build" -DCMAKE_BUILD_TYPE=Release "${launcher[@]}" -DGGML_CUDA=OFF \
+    # Release as the install; tests on (the emulator's targets live in the test build), nothing else.
+    # A test build that already has the target (CI's build-emu) is used as it is.
+    if grep -q 'ggml-cuda-emu-module' "$build/build.ninja" 2>/dev/null; then
+        :
+    elif ! ggmlx_configure "$build" -DCMAKE_BUILD_TYPE=Release "${launcher[@]}" -DGGML_CUDA=OFF \
             -DGGML_BUILD_TESTS=ON -DGGML_BUILD_TOOLS=OFF -DGGML_BUILD_BENCH=OFF >"$build/configure.log" 2>&1; then
         echo "test-backend-ops CUDA0 (emulated): FAILED to configure (log: $build/configure.log)"
         tail -n 20 "$build/configure.log" | sed 's/^/    | /'

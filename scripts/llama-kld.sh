@@ -1,6 +1,6 @@
 # shellcheck shell=bash
-# Sourced by llama-gpu-pack.sh and llama-gpu.sh: one llama-perplexity --kl-divergence run and the
-# statistics it prints.
+# Sourced by llama-compare.sh, llama-gpu-pack.sh and llama-gpu.sh: one llama-perplexity
+# --kl-divergence run and the statistics it prints.
 #
 # At llama.cpp 4df29be4 the common library's logger is a thread that is never joined (its object
 # is leaked on purpose), so a program that exits right after printing can lose the end of its
