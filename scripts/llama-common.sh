@@ -1,6 +1,6 @@
 # shellcheck shell=bash
-# Sourced by llama-check.sh and bench-gguf-upstream.sh: fetches llama.cpp (the copy vendored in
-# the llama-cpp-python sdist) and builds the two ggml installs the scripts compare, ours and
+# Sourced by the llama-*.sh scripts and bench-gguf-upstream.sh: fetches llama.cpp (the copy
+# vendored in the llama-cpp-python sdist) and builds the two ggml installs the scripts compare, ours and
 # upstream's. Everything lands under $LLAMA_WORK (default build-llama/, git-ignored); nothing
 # of upstream's code enters the tree. Each step is skipped when its result is already there.
 #
@@ -22,6 +22,22 @@ LLAMA_CPP_DIR="$LLAMA_SRC_DIR/vendor/llama.cpp"
 GGMLX_PREFIX="$LLAMA_WORK/ggmlx-prefix"
 UPSTREAM_PREFIX="$LLAMA_WORK/up-ggml-prefix"
 LLAMA_JOBS=${JOBS:-$(ggmlx_nproc)}
+
+# A Python that has gguf and numpy: LLAMA_PYTHON, CI's venv, then python3.
+pick_python() {
+    local py
+    for py in "${LLAMA_PYTHON:-}" "$GGMLX_ROOT/.ci-venv/bin/python" python3; do
+        [ -n "$py" ] || continue
+        if "$py" -c 'import gguf, numpy' 2>/dev/null; then
+            echo "$py"
+            return 0
+        fi
+    done
+    return 1
+}
+
+# lower NAME: a type's name as it appears in file names.
+lower() { echo "$1" | tr '[:upper:]' '[:lower:]'; }
 
 # Compiler launcher arguments for cmake: ccache when there is one (rebuilds of the same
 # llama.cpp sources are then nearly free).

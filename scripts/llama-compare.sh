@@ -102,22 +102,6 @@ case_result() {
     printf '  %-34s %-4s %s\n' "$1" "$2" "$3"
 }
 
-# A Python that has gguf and numpy.
-pick_python() {
-    local py
-    for py in "${LLAMA_PYTHON:-}" "$GGMLX_ROOT/.ci-venv/bin/python" python3; do
-        [ -n "$py" ] || continue
-        if "$py" -c 'import gguf, numpy' 2>/dev/null; then
-            echo "$py"
-            return 0
-        fi
-    done
-    return 1
-}
-
-# lower NAME: the type's name as it appears in file names.
-lower() { echo "$1" | tr '[:upper:]' '[:lower:]'; }
-
 # model_path TYPE: the model every build reads for TYPE (for a quantized type, upstream's file).
 model_path() {
     case $1 in

@@ -59,19 +59,6 @@ UP_BUILD="$LLAMA_WORK/llama-up"
 UP_BIN="$UP_BUILD/bin"
 t_start=$SECONDS
 
-pick_python() {
-    local py
-    for py in "${LLAMA_PYTHON:-}" "$GGMLX_ROOT/.ci-venv/bin/python" python3; do
-        [ -n "$py" ] || continue
-        if "$py" -c 'import gguf, numpy' 2>/dev/null; then
-            echo "$py"
-            return 0
-        fi
-    done
-    return 1
-}
-lower() { echo "$1" | tr '[:upper:]' '[:lower:]'; }
-
 echo "llama-gpu-pack: llama.cpp $LLAMA_CPP_COMMIT (llama-cpp-python $LLAMA_CPP_PY_VERSION) -> $PACK"
 PY=$(pick_python) || { echo "error: no Python with gguf and numpy (set LLAMA_PYTHON)" >&2; exit 1; }
 llama_fetch || exit 1
