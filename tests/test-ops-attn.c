@@ -273,53 +273,16 @@ Test(flash_attn, kv_bf16) {
     run_case(&c, 4);
 }
 
-/* quantized K meets q quantized as the matrix product quantizes it; V is read as F32 */
-Test(flash_attn, kv_q8_0) {
-    struct fa_case c = base();
-    c.kt = GGML_TYPE_Q8_0;
-    c.vt = GGML_TYPE_Q8_0;
-    c.tol = 1e-4;
-    run_case(&c, 5);
-}
-
-Test(flash_attn, kv_q4_0) {
-    struct fa_case c = base();
-    c.kt = GGML_TYPE_Q4_0;
-    c.vt = GGML_TYPE_Q4_0;
-    c.tol = 1e-4;
-    run_case(&c, 6);
-}
-
-Test(flash_attn, kv_q4_1) {
-    struct fa_case c = base();
-    c.kt = GGML_TYPE_Q4_1;
-    c.vt = GGML_TYPE_Q4_1;
-    c.tol = 1e-4;
-    run_case(&c, 7);
-}
-
-Test(flash_attn, kv_q5_0) {
-    struct fa_case c = base();
-    c.kt = GGML_TYPE_Q5_0;
-    c.vt = GGML_TYPE_Q5_0;
-    c.tol = 1e-4;
-    run_case(&c, 8);
-}
-
-Test(flash_attn, kv_q5_1) {
-    struct fa_case c = base();
-    c.kt = GGML_TYPE_Q5_1;
-    c.vt = GGML_TYPE_Q5_1;
-    c.tol = 1e-4;
-    run_case(&c, 9);
-}
-
-Test(flash_attn, kv_iq4_nl) {
-    struct fa_case c = base();
-    c.kt = GGML_TYPE_IQ4_NL;
-    c.vt = GGML_TYPE_IQ4_NL;
-    c.tol = 1e-4;
-    run_case(&c, 10);
+/* every quantized K/V cache type: K meets q quantized as the matrix product quantizes it, V is read as F32 */
+Test(flash_attn, kv_quantized_types) {
+    const enum ggml_type types[] = { GGML_TYPE_Q8_0, GGML_TYPE_Q4_0, GGML_TYPE_Q4_1, GGML_TYPE_Q5_0, GGML_TYPE_Q5_1, GGML_TYPE_IQ4_NL };
+    for (int i = 0; i < (int) (sizeof types / sizeof types[0]); i++) {
+        struct fa_case c = base();
+        c.kt  = types[i];
+        c.vt  = types[i];
+        c.tol = 1e-4;
+        run_case(&c, (uint64_t) (5 + i));
+    }
 }
 
 Test(flash_attn, k_q8_0_v_f16_matches_unfused) {
