@@ -169,49 +169,9 @@ static struct ggml_tensor * dev_as(struct pass * p, struct slot * sl, const stru
 /* ---- view ops: the same view taken on each device's part --------------------------------------- */
 
 /*
- * A contiguous reshape keeps a split along axis a when some axis b of the new shape covers the
- * same elements: the products of the dimensions up to and including a and b agree, and the
- * devices' pieces are whole multiples of whatever b merges or splits.
- */
-static bool reshape_split(const struct ggml_tensor * src, const struct ggml_tensor * dst, const struct meta_split * s,
-                          size_t n, struct meta_split * out) {
-    const int a = s->axis;
-    int64_t inner_a = 1;
-    for (int i = 0; i < a; i++) {
-        inner_a *= src->ne[i];
-    }
-    const int64_t outer_a = inner_a * src->ne[a];
-    int64_t inner_b = 1;
-    for (int b = 0; b < GGML_MAX_DIMS; b++) {
-        const int64_t outer_b = inner_b * dst->ne[b];
-        if (outer_b == outer_a && dst->ne[b] > 1) {
-            *out      = *s;
-            out->axis = b;
-            for (size_t d = 0; d < n; d++) {
-                if (inner_b >= inner_a) {
-                    const int64_t r = inner_b / inner_a;
-                    if (inner_b % inner_a != 0 || s->len[0][d] % r != 0 || ggmlx_meta_split_start(s, n, 0, d) % r != 0) {
-                        return false;
-                    }
-                    out->len[0][d] = s->len[0][d] / r;
-                } else {
-                    if (inner_a % inner_b != 0) {
-                        return false;
-                    }
-                    out->len[0][d] = s->len[0][d] * (inner_a / inner_b);
-                }
-            }
-            return true;
-        }
-        inner_b = outer_b;
-    }
-    return false;
-}
-
-/*
- * Any other view of a tensor split along axis a (llama.cpp's K and V cache views, which regroup a
- * cache row into heads, and its "merge heads and head size" view of K and V before they are
- * stored): call the bytes from one index of the axes above a to the next its span. The split
+ * A reshape or any other view of a tensor split along axis a (llama.cpp's K and V cache views,
+ * which regroup a cache row into heads, and its "merge heads and head size" view of K and V
+ * before they are stored): call the bytes from one index of the axes above a to the next its span. The split
  * carries over when one view axis kb covers exactly one span, every other view axis either stays
  * inside one step of kb or moves by whole spans, and each device's piece starts and ends on a
  * step of kb. The view is then split along kb, and each device takes the same view of its piece
@@ -351,10 +311,11 @@ static bool view_node(struct pass * p, const struct ggml_tensor * node) {
             out.axis = have->axis == 0 ? 1 : have->axis == 1 ? 0 : have->axis;
             break;
         case GGML_OP_RESHAPE:
-            if (have->n_seg != 1 || !reshape_split(node->src[0], node, have, p->n, &out)) {
+            if (!view_split(node->src[0], node, have, p->n, &out, &vm)) {
                 return fail(p, GGML_STATUS_FAILED, "reshape '%s' %s cuts through the split of '%s' along axis %d",
                             node->name, GGMLX_SHAPE(node), node->src[0]->name, have->axis);
             }
+            mapped = true;
             break;
         default: {
             /* a view keeping everything: the same split */
@@ -400,16 +361,6 @@ static bool view_node(struct pass * p, const struct ggml_tensor * node) {
             for (int i = 0; i < GGML_MAX_DIMS; i++) {
                 ne[axes[i]] = sd->ne[i];
                 nb[axes[i]] = sd->nb[i];
-            }
-        } else if (node->op == GGML_OP_RESHAPE && meta_split_is_axis(&out)) {
-            ne[out.axis] = out.len[0][d];
-            if (ggml_is_contiguous(sd)) {
-                /* a dense piece (a weight's): dense strides of the piece's shape */
-                nb[0] = ggml_type_size(node->type);
-                nb[1] = ggml_row_size(node->type, ne[0]);
-                for (int i = 2; i < GGML_MAX_DIMS; i++) {
-                    nb[i] = nb[i - 1] * (size_t) ne[i - 1];
-                }
             }
         } else if (!meta_split_is_axis(&out)) {
             /* whole on each device, laid out as in the meta buffer: the same offset from the source */
