@@ -295,7 +295,9 @@ static bool view_node(struct pass * p, const struct ggml_tensor * node) {
     if (src == NULL) {
         return false;
     }
-    const struct meta_split * have = &p->pool[src->split];
+    /* a copy: new_node_slot below may grow (move) the pool */
+    const struct meta_split have_split = p->pool[src->split];
+    const struct meta_split * have = &have_split;
     struct meta_split out = *have;
     struct view_map vm;
     bool mapped = false, same = false;
